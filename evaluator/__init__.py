@@ -1,0 +1,6 @@
+"""IWR-Bench evaluator: reads task sets, takes submission bundles, replays and scores them.
+
+Pure Python: this package never imports Django and has no side effects at import time.
+"""
+
+__version__ = "0.1.0"

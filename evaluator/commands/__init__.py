@@ -1,0 +1,1 @@
+"""One module per ``python -m evaluator`` subcommand; see :mod:`evaluator.cli`."""
