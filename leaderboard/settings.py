@@ -204,3 +204,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.get_choice("IWR_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
 }
+
+# Where the product keeps task files (ground truth included: never served directly),
+# evaluation artifacts (screenshots, replays; served through access-checked views) and
+# job directories handed to the evaluator.
+TASKS_ROOT = Path(env.get_str("IWR_TASKS_ROOT", str(DATA_DIR / "tasks")))
+ARTIFACTS_ROOT = Path(env.get_str("IWR_ARTIFACTS_ROOT", str(DATA_DIR / "artifacts")))
+JOBS_ROOT = Path(env.get_str("IWR_JOBS_ROOT", str(DATA_DIR / "jobs")))
+SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "var" / "benchmark")))

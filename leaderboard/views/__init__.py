@@ -1,0 +1,1 @@
+"""Views, one module per site area. Views stay thin: rules live in plain modules."""
