@@ -139,9 +139,7 @@ STORAGES = {
 
 # Celery: a real worker on an embedded filesystem transport by default.
 BROKER_DIR = DATA_DIR / "broker"
-CELERY_BROKER_URL = env.check_broker_url(
-    "CELERY_BROKER_URL", env.get_str("CELERY_BROKER_URL", "filesystem://")
-)
+CELERY_BROKER_URL = env.check_broker_url("CELERY_BROKER_URL", env.get_str("CELERY_BROKER_URL", "filesystem://"))
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(BROKER_DIR / "queue"),
@@ -202,7 +200,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.get_choice("IWR_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
+    "root": {
+        "handlers": ["console"],
+        "level": env.get_choice("IWR_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
+    },
 }
 
 # Where the product keeps task files (ground truth included: never served directly),

@@ -29,8 +29,9 @@ class Submission(models.Model):
         BASELINE = "baseline", "baseline"
         PAPER = "paper", "reported in paper"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                              related_name="submissions")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="submissions"
+    )
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.BUNDLE, db_index=True)
     split = models.CharField(max_length=8, choices=Split.choices, db_index=True)
     protocol = models.CharField(max_length=40, default="iwr-det", help_text="Protocol name requested (e.g. iwr-det).")
@@ -88,7 +89,9 @@ class Evaluation(models.Model):
         INFRASTRUCTURE = "infrastructure", "infrastructure failure"
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
-    protocol = models.CharField(max_length=40, db_index=True, help_text="Full protocol name with version, e.g. iwr-det-1.")
+    protocol = models.CharField(
+        max_length=40, db_index=True, help_text="Full protocol name with version, e.g. iwr-det-1."
+    )
     protocol_name = models.CharField(max_length=40, default="iwr-det", help_text="Protocol name without version.")
     evaluator_version = models.CharField(max_length=40, blank=True)
     is_rescore = models.BooleanField(default=False)
