@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import TemplateView
 
 from leaderboard.views import accounts, site
@@ -16,5 +16,6 @@ urlpatterns = [
     path("accounts/signup/", accounts.signup, name="signup"),
     path("account/", accounts.account, name="account"),
     path("account/token/", accounts.regenerate_token, name="regenerate-token"),
+    path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,1 @@
+"""Admin for submissions and evaluations (verify, flag, rescore)."""

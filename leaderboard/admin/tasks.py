@@ -1,0 +1,1 @@
+"""Admin for task sets and tasks (curation)."""
