@@ -1,6 +1,7 @@
 """Celery application: reads its configuration from Django settings (``CELERY_*``)."""
 
 import os
+from urllib.parse import unquote, urlsplit
 
 from celery import Celery
 
@@ -13,8 +14,11 @@ app.autodiscover_tasks(["leaderboard"])
 
 @app.on_after_configure.connect
 def _make_broker_folders(sender, **kwargs):
-    """The embedded filesystem transport needs its folders to exist before the first message."""
+    """The embedded filesystem transport and result store need their folders before the first message."""
     options = sender.conf.broker_transport_options or {}
     for key in ("data_folder_in", "data_folder_out", "processed_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)
+    backend = sender.conf.result_backend or ""
+    if backend.startswith("file://"):
+        os.makedirs(unquote(urlsplit(backend).path), exist_ok=True)

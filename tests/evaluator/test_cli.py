@@ -1,0 +1,44 @@
+"""The evaluator's command line works on its own, without Django on the path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BLOCK_DJANGO = "import sys; sys.modules['django'] = None; from evaluator.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BLOCK_DJANGO, *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_help_works_without_django():
+    """`python -m evaluator --help` lists the subcommands even when Django cannot be imported."""
+    result = run("--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: python -m evaluator" in result.stdout
+    assert "score" in result.stdout
+
+
+def test_version_names_the_evaluator_version():
+    """--version prints the evaluator version that every score carries."""
+    import evaluator
+
+    result = run("--version")
+    assert result.stdout.strip() == f"iwr-bench evaluator {evaluator.__version__}"
+
+
+def test_module_entry_point_runs():
+    """`python -m evaluator` itself (not only the function) starts and prints help."""
+    result = subprocess.run([sys.executable, "-m", "evaluator", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0 and "COMMAND" in result.stdout
+
+
+def test_unknown_subcommand_is_a_usage_error():
+    """An unknown subcommand exits 2 with argparse's message, not a traceback."""
+    result = run("frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr and "Traceback" not in result.stderr

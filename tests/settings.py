@@ -1,0 +1,19 @@
+"""Settings for the test suite: the product's settings with a throw-away data directory.
+
+Variables are set in the environment (not only here) so that worker processes the tests
+start see the same configuration.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault("IWR_ENV", "test")
+os.environ.setdefault("IWR_DATA_DIR", tempfile.mkdtemp(prefix="iwr-test-data-"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+from leaderboard.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+WHITENOISE_USE_FINDERS = True  # serve static/ without collectstatic
+WHITENOISE_AUTOREFRESH = True
