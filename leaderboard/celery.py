@@ -10,6 +10,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 app = Celery("leaderboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["leaderboard"])
+# Page generation from model endpoints has its own module of tasks (queue "generate").
+app.conf.include = ["leaderboard.generation_tasks"]
 
 
 @app.on_after_configure.connect
