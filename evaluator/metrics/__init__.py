@@ -1,0 +1,72 @@
+"""Visual metrics of the deterministic protocol: OCR text, global image similarity, text blocks.
+
+Every metric takes images as ``PIL.Image``, a path, or PNG bytes and returns scores in [0, 1].
+Submodules: :mod:`.ocr`, :mod:`.visual`, :mod:`.blocks`, :mod:`.checkpoint` (all of them for
+one reference/generated screenshot pair).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from evaluator.protocols import get_protocol
+
+ImageLike = Image.Image | str | Path | bytes
+
+
+class MetricError(ValueError):
+    """A metric's input cannot be used (unreadable image, malformed blocks, OCR engine missing)."""
+
+
+def load_image(img: ImageLike) -> Image.Image:
+    """The image as RGB; a transparent image is composited on white (what a browser shows)."""
+    if isinstance(img, Image.Image):
+        return _to_rgb(img)
+    source = io.BytesIO(img) if isinstance(img, bytes) else img
+    label = "image bytes" if isinstance(img, bytes) else f"image {str(img)!r}"
+    if not isinstance(source, str | Path | io.BytesIO):
+        raise MetricError(f"expected a PIL image, a path or PNG bytes, got {type(img).__name__}")
+    try:
+        with Image.open(source) as opened:
+            opened.load()
+            return _to_rgb(opened)
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise MetricError(f"cannot read {label}: {reason}") from None
+
+
+def _to_rgb(img: Image.Image) -> Image.Image:
+    if img.width == 0 or img.height == 0:
+        raise MetricError("image has no pixels")
+    if img.mode == "RGB":
+        return img
+    if "A" in img.getbands() or (img.mode == "P" and "transparency" in img.info):
+        background = Image.new("RGB", img.size, (255, 255, 255))
+        background.paste(img.convert("RGBA"), mask=img.convert("RGBA").getchannel("A"))
+        return background
+    return img.convert("RGB")
+
+
+def image_key(img: Image.Image) -> str:
+    """Content hash of the pixels: the same picture gets the same key whatever file it came from."""
+    digest = hashlib.sha256(f"{img.mode}:{img.width}x{img.height}:".encode())
+    digest.update(np.ascontiguousarray(np.asarray(img)).data)  # a third faster than img.tobytes()
+    return digest.hexdigest()[:32]
+
+
+def visual_params(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The visual parameters to use: the default protocol's, overridden by ``params``.
+
+    ``params`` may be a protocol's whole ``params`` (its ``visual`` section is used) or the
+    visual section itself, possibly partial.
+    """
+    merged = get_protocol().params["visual"]
+    if params:
+        merged.update(params.get("visual", params))
+    return merged

@@ -1,0 +1,330 @@
+"""Design2Code-style text-block comparison, weighted like the official MLLM visual rubric.
+
+Sub-scores (all in [0, 1]) and their rubric points:
+- layout 10: overlap of where text blocks are, and of where any non-background component is;
+- elements 15: share of block area that found a partner (blocks paired by text similarity with
+  the Hungarian algorithm, pairs under the match threshold dropped);
+- content 40: token F1 of all block text;
+- style 15: colour difference of paired blocks (text and background) and of the page palettes;
+- overall 20: structural similarity (SSIM) of the grey pictures at a small fixed size.
+
+Blocks come from the caller (DOM text blocks: ``{"text", "box": [x, y, w, h], "color": [r, g, b],
+"bg": [r, g, b]}``) when given for both sides, otherwise from OCR lines of each picture with
+colours sampled from the pixels: both sides always come from the same source.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from rapidfuzz import fuzz
+from rapidfuzz.process import cdist
+from scipy.optimize import linear_sum_assignment
+from skimage.color import deltaE_ciede2000, rgb2lab
+from skimage.metrics import structural_similarity
+
+from evaluator.metrics import ImageLike, MetricError, load_image, visual_params
+from evaluator.metrics.ocr import Line, OcrCache, ocr_lines
+from evaluator.metrics.visual import Canvas, common_canvas, resize, scaled_size
+
+RGB = tuple[int, int, int]
+SUB_SCORES = ("layout", "elements", "content", "style", "overall")
+_FINE = 4  # pixels per layout cell side when finding components: thin strokes still show
+_DISTINCT_LEVELS = 6  # text differs from its background by more than 6 of 32 levels (48 of 256) in a channel
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text on the picture: its box in pixels, text colour and background colour."""
+
+    text: str
+    box: tuple[float, float, float, float]
+    color: RGB
+    bg: RGB
+
+    @property
+    def area(self) -> float:
+        return self.box[2] * self.box[3]
+
+
+# --- obtaining blocks -------------------------------------------------------------------------
+
+def parse_blocks(items: list[dict[str, Any]], size: tuple[int, int], side: str = "blocks") -> list[Block]:
+    """Caller-given blocks, clipped to the picture; blank or fully off-picture ones are dropped."""
+    if not isinstance(items, list):
+        raise MetricError(f"{side}: expected a list of blocks, got {type(items).__name__}")
+    blocks = []
+    for i, item in enumerate(items):
+        block = _parse_block(item, f"{side}[{i}]")
+        clipped = _clip(block.box, size)
+        if block.text.strip() and clipped[2] > 0 and clipped[3] > 0:
+            blocks.append(Block(block.text, clipped, block.color, block.bg))
+    return blocks
+
+
+def _parse_block(item: Any, where: str) -> Block:
+    if not isinstance(item, dict):
+        raise MetricError(f"{where}: expected an object with text, box, color, bg")
+    text = item.get("text")
+    if not isinstance(text, str):
+        raise MetricError(f"{where}: 'text' must be a string")
+    box = _numbers(item.get("box"), 4, f"{where}: 'box' must be [x, y, w, h]")
+    color = _numbers(item.get("color", [0, 0, 0]), 3, f"{where}: 'color' must be [r, g, b]")
+    bg = _numbers(item.get("bg", [255, 255, 255]), 3, f"{where}: 'bg' must be [r, g, b]")
+    return Block(text, tuple(box), _rgb(color), _rgb(bg))
+
+
+def _numbers(value: Any, count: int, message: str) -> list[float]:
+    ok = isinstance(value, list | tuple) and len(value) == count
+    ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    if not ok:
+        raise MetricError(message)
+    return [float(v) for v in value]
+
+
+def _rgb(values: list[float]) -> RGB:
+    return tuple(int(min(255, max(0, round(v)))) for v in values)
+
+
+def _clip(box: tuple[float, ...], size: tuple[int, int]) -> tuple[float, float, float, float]:
+    x0, y0 = max(0.0, box[0]), max(0.0, box[1])
+    x1, y1 = min(float(size[0]), box[0] + box[2]), min(float(size[1]), box[1] + box[3])
+    return (x0, y0, max(0.0, x1 - x0), max(0.0, y1 - y0))
+
+
+def blocks_from_image(img: ImageLike, params: dict | None = None, cache: OcrCache | None = None) -> list[Block]:
+    """One block per OCR line of the picture, with colours sampled inside its box."""
+    image = load_image(img)
+    return blocks_from_lines(np.asarray(image), ocr_lines(image, params, cache))
+
+
+def blocks_from_lines(pixels: np.ndarray, lines: list[Line]) -> list[Block]:
+    """Blocks for OCR lines; ``pixels`` is the picture as an (H, W, 3) array."""
+    levels, codes = _quantize(pixels)
+    blocks = []
+    for line in lines:
+        x, y, w, h = line.box
+        color, bg = sample_colours(levels[y:y + h, x:x + w], codes[y:y + h, x:x + w])
+        blocks.append(Block(line.text, (float(x), float(y), float(w), float(h)), color, bg))
+    return blocks
+
+
+def sample_colours(levels: np.ndarray, codes: np.ndarray) -> tuple[RGB, RGB]:
+    """(text colour, background colour) of a quantized text box (see :func:`_quantize`): the commonest
+    colour is the background, the commonest colour clearly different from it is the text."""
+    if codes.size == 0:
+        return (0, 0, 0), (255, 255, 255)
+    bg_code = _mode_code(codes)
+    bg_levels = np.array(_code_levels(bg_code), dtype=np.int16)
+    distinct = np.abs(levels - bg_levels).max(axis=-1) > _DISTINCT_LEVELS
+    text_code = _mode_code(codes[distinct]) if distinct.any() else bg_code
+    return _code_rgb(text_code), _code_rgb(bg_code)
+
+
+def _quantize(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel levels (5 bits) and one colour code per pixel; fine enough for style, coarse
+    enough that anti-aliasing shades of one colour share a code."""
+    levels = (pixels >> 3).astype(np.int16)
+    codes = (levels[..., 0] << 10) | (levels[..., 1] << 5) | levels[..., 2]
+    return levels, codes
+
+
+def _mode_code(codes: np.ndarray) -> int:
+    return int(np.bincount(codes.ravel()).argmax())
+
+
+def _code_levels(code: int) -> tuple[int, int, int]:
+    return code >> 10, (code >> 5) & 31, code & 31
+
+
+def _code_rgb(code: int) -> RGB:
+    return tuple(level * 8 + 4 for level in _code_levels(code))  # the centre of the colour bin
+
+
+# --- sub-scores -------------------------------------------------------------------------------
+
+def match_blocks(ref: list[Block], gen: list[Block], threshold: float) -> list[tuple[int, int, float]]:
+    """Pairs (ref index, gen index, text similarity) maximising total similarity; weak pairs dropped."""
+    if not ref or not gen:
+        return []
+    sim = cdist([b.text.lower() for b in ref], [b.text.lower() for b in gen], scorer=fuzz.ratio) / 100.0
+    rows, cols = linear_sum_assignment(sim, maximize=True)
+    return [(int(r), int(c), float(sim[r, c])) for r, c in zip(rows, cols, strict=True) if sim[r, c] >= threshold]
+
+
+def elements_score(ref: list[Block], gen: list[Block], matches: list[tuple[int, int, float]],
+                   ref_size: tuple[int, int], gen_size: tuple[int, int]) -> float:
+    """Share of all block area (each side relative to its picture) belonging to matched blocks."""
+    if not ref and not gen:
+        return 1.0
+    ref_area = np.array([b.area for b in ref]) / (ref_size[0] * ref_size[1])
+    gen_area = np.array([b.area for b in gen]) / (gen_size[0] * gen_size[1])
+    total = ref_area.sum() + gen_area.sum()
+    if total <= 0:
+        return 0.0
+    matched = sum(ref_area[r] + gen_area[g] for r, g, _ in matches)
+    return float(matched / total)
+
+
+def content_score(ref: list[Block], gen: list[Block]) -> float:
+    """Token F1 of all text (multiset of lower-cased words)."""
+    ref_tokens = Counter(_tokens(" ".join(b.text for b in ref)))
+    gen_tokens = Counter(_tokens(" ".join(b.text for b in gen)))
+    if not ref_tokens and not gen_tokens:
+        return 1.0
+    common = sum((ref_tokens & gen_tokens).values())
+    if common == 0:
+        return 0.0
+    precision = common / sum(gen_tokens.values())
+    recall = common / sum(ref_tokens.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def layout_grid(canvas: Canvas, settings: dict) -> tuple[int, int]:
+    """Layout cells across and down: ``layout_grid`` along the long side, square-ish cells."""
+    return scaled_size(canvas.width, canvas.height, int(settings["layout_grid"]))
+
+
+def layout_score(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[Block], settings: dict) -> float:
+    """Mean of two overlaps (IoU on a coarse grid): text-block boxes, and non-background components.
+
+    ``small`` is the canvas resized to ``_FINE`` pixels per layout cell.
+    """
+    grid_w, grid_h = layout_grid(canvas, settings)
+    cell = (canvas.width / grid_w, canvas.height / grid_h)
+    text_iou = _iou(_box_mask(ref, cell, (grid_h, grid_w)), _box_mask(gen, cell, (grid_h, grid_w)))
+    delta = int(settings["component_delta"])
+    comp_iou = _iou(_component_mask(small.a, grid_w, grid_h, delta), _component_mask(small.b, grid_w, grid_h, delta))
+    return 0.5 * text_iou + 0.5 * comp_iou
+
+
+def _box_mask(blocks: list[Block], cell: tuple[float, float], grid: tuple[int, int]) -> np.ndarray:
+    mask = np.zeros(grid, dtype=bool)
+    for b in blocks:
+        x0, y0 = int(b.box[0] // cell[0]), int(b.box[1] // cell[1])
+        x1, y1 = math.ceil((b.box[0] + b.box[2]) / cell[0]), math.ceil((b.box[1] + b.box[3]) / cell[1])
+        mask[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)] = True
+    return mask
+
+
+def _component_mask(pixels: np.ndarray, grid_w: int, grid_h: int, delta: int) -> np.ndarray:
+    """Cells holding any pixel that differs clearly from the picture's dominant (background) colour."""
+    fine = pixels.astype(np.int16)
+    background = np.array(_code_rgb(_mode_code(_quantize(pixels)[1])), dtype=np.int16)
+    differs = np.abs(fine - background).max(axis=2) > delta
+    return differs.reshape(grid_h, _FINE, grid_w, _FINE).any(axis=(1, 3))
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = np.logical_or(a, b).sum()
+    if union == 0:
+        return 1.0
+    return float(np.logical_and(a, b).sum() / union)
+
+
+def style_score(small: Canvas, ref: list[Block], gen: list[Block], matches: list[tuple[int, int, float]],
+                settings: dict) -> float:
+    """Mean of paired-block colour similarity (text and background) and palette similarity
+    (palettes taken from ``small``, the canvas at layout resolution)."""
+    scale = float(settings["colour_scale"])
+    if matches:
+        ref_cols = [c for r, _, _ in matches for c in (ref[r].color, ref[r].bg)]
+        gen_cols = [c for _, g, _ in matches for c in (gen[g].color, gen[g].bg)]
+        block_part = float(np.mean(colour_similarity(ref_cols, gen_cols, scale)))
+    else:
+        block_part = 1.0 if not ref and not gen else 0.0
+    size = int(settings["palette_size"])
+    palette_part = palette_similarity(palette(small.a, size), palette(small.b, size), scale)
+    return 0.5 * block_part + 0.5 * palette_part
+
+
+def _lab(colours: list[RGB] | np.ndarray) -> np.ndarray:
+    rgb = np.asarray(colours, dtype=float).reshape(-1, 1, 3) / 255.0
+    return rgb2lab(rgb)[:, 0, :]
+
+
+def colour_similarity(a: list[RGB], b: list[RGB], scale: float) -> np.ndarray:
+    """Element-wise 1 - CIEDE2000 / scale, clipped to [0, 1]."""
+    return np.clip(1.0 - deltaE_ciede2000(_lab(a), _lab(b)) / scale, 0.0, 1.0)
+
+
+def palette(pixels: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``size`` most frequent colours (4 bits per channel) of an (H, W, 3) array, and their weights."""
+    flat = pixels.reshape(-1, 3).astype(np.int64)
+    q = flat >> 4
+    codes = (q[:, 0] << 8) | (q[:, 1] << 4) | q[:, 2]
+    counts = np.bincount(codes, minlength=4096)
+    top = np.argsort(-counts, kind="stable")[:size]
+    top = top[counts[top] > 0]
+    sums = np.stack([np.bincount(codes, weights=flat[:, ch], minlength=4096)[top] for ch in range(3)], axis=1)
+    colours = sums / counts[top, None]
+    return colours, counts[top] / counts[top].sum()
+
+
+def palette_similarity(pal_a: tuple[np.ndarray, np.ndarray], pal_b: tuple[np.ndarray, np.ndarray],
+                       scale: float) -> float:
+    """1 - the weighted nearest-colour CIEDE2000 distance between palettes (both directions) / scale."""
+    (cols_a, w_a), (cols_b, w_b) = pal_a, pal_b
+    distance = deltaE_ciede2000(_lab(cols_a)[:, None, :], _lab(cols_b)[None, :, :])
+    mean_distance = 0.5 * (w_a @ distance.min(axis=1) + w_b @ distance.min(axis=0))
+    return float(np.clip(1.0 - mean_distance / scale, 0.0, 1.0))
+
+
+def overall_score(canvas: Canvas, settings: dict) -> float:
+    """SSIM of the grey pictures scaled to a small fixed long side, clipped to [0, 1]."""
+    size = scaled_size(canvas.width, canvas.height, int(settings["ssim_long_side"]))
+    a, b = (np.asarray(resize(Image.fromarray(arr).convert("L"), size)) for arr in (canvas.a, canvas.b))
+    side = min(a.shape)
+    if side < 3:
+        return float(1.0 - np.abs(a.astype(float) - b).mean() / 255.0)
+    window = min(7, side if side % 2 else side - 1)
+    return float(np.clip(structural_similarity(a, b, data_range=255, win_size=window), 0.0, 1.0))
+
+
+# --- combination ------------------------------------------------------------------------------
+
+def block_score(ref_img: ImageLike, gen_img: ImageLike, ref_blocks: list[dict] | None = None,
+                gen_blocks: list[dict] | None = None, params: dict | None = None,
+                cache: OcrCache | None = None) -> dict[str, float]:
+    """Sub-scores layout, elements, content, style, overall and their rubric-weighted ``total``."""
+    settings = visual_params(params)
+    ref, gen = load_image(ref_img), load_image(gen_img)
+    ref_b, gen_b = pair_blocks(ref, gen, ref_blocks, gen_blocks, settings, cache)
+    canvas = common_canvas(ref, gen, int(settings["global_long_side"]), settings["pad_rgb"])
+    return compare_blocks(canvas, ref_b, gen_b, (ref.size, gen.size), settings)
+
+
+def pair_blocks(ref: Image.Image, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
+                settings: dict, cache: OcrCache | None) -> tuple[list[Block], list[Block]]:
+    """Both sides' blocks from one source: the caller's when given for both, else OCR lines of each picture."""
+    if ref_blocks is not None and gen_blocks is not None:
+        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
+    return blocks_from_image(ref, settings, cache), blocks_from_image(gen, settings, cache)
+
+
+def compare_blocks(canvas: Canvas, ref: list[Block], gen: list[Block],
+                   sizes: tuple[tuple[int, int], tuple[int, int]], settings: dict) -> dict[str, float]:
+    """:func:`block_score` on prepared inputs (``sizes`` = the two pictures' pixel sizes)."""
+    matches = match_blocks(ref, gen, float(settings["block_match_threshold"]))
+    grid_w, grid_h = layout_grid(canvas, settings)
+    small = canvas.resized((grid_w * _FINE, grid_h * _FINE))
+    scores = {
+        "layout": layout_score(canvas, small, ref, gen, settings),
+        "elements": elements_score(ref, gen, matches, *sizes),
+        "content": content_score(ref, gen),
+        "style": style_score(small, ref, gen, matches, settings),
+        "overall": overall_score(canvas, settings),
+    }
+    weights = settings["block_weights"]
+    scores["total"] = sum(weights[k] * scores[k] for k in SUB_SCORES) / sum(weights[k] for k in SUB_SCORES)
+    return {k: min(1.0, max(0.0, float(v))) for k, v in scores.items()}

@@ -1,0 +1,237 @@
+"""Named, versioned scoring protocols.
+
+A protocol is the complete set of choices that decide a score: how elements are found,
+how assertions are judged, how pages settle, the limits, and the visual metrics. Every
+stored score carries the protocol's full name (``iwr-det-1``); rankings never mix
+protocols, and changing any parameter means a new version and a rescore.
+:meth:`Protocol.fingerprint` hashes the parameters so a test can catch a change made
+without a version bump.
+
+Each parameter is declared as ``(value, reason)`` so the reason travels with the value;
+:attr:`Protocol.params` holds the plain values, :attr:`Protocol.reasons` the reasons.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# ---------------------------------------------------------------------------
+# iwr-det: deterministic, offline, no LLM, no model weights.
+# Each section may be edited only by its owner: targeting and assertion by the
+# targeting helper, settle and limits by the browser helper, visual by metrics.
+# ---------------------------------------------------------------------------
+
+# Owner: targeting helper. Read by evaluator.agents (TargetingParams); keys = its fields.
+_DET_TARGETING = {
+    "w_text": (0.50, "Descriptions mostly name the visible label, so the text match dominates the element "
+                     "score (judge-design.md: 0.50 text + 0.15 attributes + 0.20 role + 0.15 position)."),
+    "w_attributes": (0.15, "id / class / name / href / icon-class tokens identify icon buttons and unlabeled "
+                           "controls (cart-icon, btn-search)."),
+    "w_role": (0.20, "Role nouns (button, link, tab, field, checkbox) separate same-named elements; "
+                     "1 exact role, 0.7 a stand-in of the same family, 0.5 no role named, 0 incompatible."),
+    "w_position": (0.15, "Position words (top, footer, second, last) pick among look-alikes; 0.5 with no cue."),
+    "accept_threshold": (0.45, "Below this the element is 'not found' and the step fails, like the official "
+                               "agent; a perfect text match alone scores 0.675, a half text match with the right "
+                               "role 0.525, a right role without any text 0.35."),
+    "ambiguity_margin": (0.05, "Best and runner-up this close are flagged ambiguous in the step evidence."),
+    "token_match": (0.85, "Two words count as the same from this rapidfuzz ratio: plurals and small typos "
+                          "match (item/items 0.89), different words do not."),
+    "disabled_penalty": (0.10, "A disabled element stays a candidate (a click on it fails honestly) but loses "
+                               "to an enabled element that matches as well."),
+    "type_focus_bonus": (0.10, "Type usually follows a click on its field: the focused field is preferred."),
+    "type_single_field_fallback": (True, "Type with no convincing match uses the page's only editable field, "
+                                         "as an agent shown the page would."),
+    "ordinal_text_margin": (0.05, "'the second Add button' counts among candidates whose text score is within "
+                                  "this of the best."),
+    "max_candidates": (3000, "Upper bound on collected candidates: a page with more is hostile, not richer."),
+    "click_timeout_ms": (2000, "Playwright's actionability wait for a click; an element covered by another "
+                               "fails with the interceptor named instead of hanging the step."),
+    "type_timeout_ms": (5000, "Wait for the chosen field to accept input."),
+    "scroll_min_px": (5.0, "Official rule: a scroll succeeds when scrollY moved more than 5 px."),
+}
+
+# Owner: targeting helper. Read by evaluator.judges (AssertionParams); keys = its fields.
+_DET_ASSERTION = {
+    "pixel_change_fraction": (0.002, "More than 0.2% of pixels differing (at diff_scale) counts as a visible "
+                                     "change; less is caret or anti-aliasing noise."),
+    "pixel_tolerance": (24, "A pixel differs when a channel moved more than this (0-255): font smoothing "
+                            "does not count, a colour change does."),
+    "diff_scale": (0.5, "Screenshots are compared at half size: 4x fewer pixels, same verdicts."),
+    "scroll_epsilon": (5.0, "Scroll offsets closer than the official scroll threshold count as unchanged."),
+    "dom_mutation_counts": (True, "A DOM change with no pixel or text change (a class toggle, an ARIA state) "
+                                  "still counts as the page reacting."),
+    "phrase_fraction": (0.5, "Half of the assertion's checkable phrases (quoted strings, numbers, capitalised "
+                             "names) must hold: wording drift in generated pages should not fail a step."),
+    "fuzzy_phrase": (90.0, "Phrases of min_fuzzy_len characters or more also match at this rapidfuzz partial "
+                           "ratio (typography, OCR noise)."),
+    "min_fuzzy_len": (5, "Shorter phrases (numbers, short words) must match exactly."),
+    "delta_f1": (0.4, "Words added/removed on the generated page agreeing with the reference's at F1 >= 0.4 "
+                      "count as the same change; lower than 0.5 because the reference side is often OCR."),
+    "ocr_fallback": (True, "When the page draws on a canvas and phrases are missing from the DOM text, the "
+                           "screenshots are OCR'd and checked again."),
+}
+
+# Owner: browser helper. Read by evaluator.browser (settle) and evaluator.replay / runner (limits).
+_DET_SETTLE = {
+    "network_quiet_ms": (2000, "Longest wait for in-flight requests to finish; every request is answered "
+                               "locally, so only a page that never stops fetching reaches it."),
+    "animation_frames": (2, "Two real animation frames: the first runs pending rAF callbacks, the second "
+                            "paints what they changed."),
+    "dom_quiet_ms": (50, "A page with no DOM mutation for this long after the frames is settled; long "
+                         "enough for a handler chain of microtasks and short timers, short enough for "
+                         "0.3 s per action."),
+    "dom_quiet_max_ms": (500, "Upper bound of the quiet wait so a page that mutates forever (tickers, "
+                              "counters) still gets its screenshot."),
+    "load_clock_ms": (1000, "Page time advanced once after load so start-up timers (splash screens, "
+                            "deferred renders) fire before screenshot 0."),
+    "clock_step_ms": (1000, "The installed clock is paused and advanced by this fixed step after each "
+                            "action: timers and transitions up to 1 s (most UI feedback) complete, "
+                            "identically on every run."),
+}
+
+# Owner: browser helper.
+_DET_LIMITS = {
+    "load_timeout_s": (15, "Loading index.html (only local files) takes well under a second; a page whose "
+                           "scripts loop at load fails here instead of blocking the worker."),
+    "action_timeout_s": (10, "One action with its settle, screenshot and state capture normally takes "
+                             "0.3 s; beyond this it is hung (infinite loop in a handler) and the step fails."),
+    "task_timeout_s": (120, "One task (load, all actions, screenshots, scoring) must finish within this; "
+                            "tasks average 9 actions."),
+    "kill_grace_s": (5, "After a limit is hit the page's renderers are killed; if the browser still does not "
+                        "answer within this, the whole browser is restarted."),
+    "renderer_memory_mb": (2048, "Resident memory of a task's renderers above this is a memory bomb: the "
+                                 "renderers are killed and the step fails with reason 'memory'."),
+    "js_heap_mb": (1024, "V8 heap cap per renderer (--max-old-space-size): runaway allocation crashes the "
+                         "page early instead of swapping the machine."),
+    "job_timeout_s": (3600, "A whole bundle must finish within this (113 tasks on 2 cores fit easily); "
+                            "enforced by the process sandbox, which kills the job."),
+    "job_memory_mb_per_worker": (3072, "Memory budget of the sandboxed job per worker process (evaluator + "
+                                       "Chromium + OCR); the sandbox watchdog kills a job that exceeds it."),
+}
+
+# Owner: metrics helper.
+_DET_VISUAL = {
+    "ocr_lang": ("eng", "Tesseract language pack installed by scripts/setup.sh; the benchmark pages are English."),
+    "ocr_psm": (3, "Tesseract fully automatic page segmentation: web pages mix columns, headers and buttons."),
+    "ocr_min_conf": (0, "Words Tesseract itself rejects (confidence < 0) are layout rows, not text; every "
+                        "recognised word counts, like the official EasyOCR text which keeps all detections."),
+    "global_long_side": (512, "Both screenshots are padded to a common size and the long side scaled to "
+                              "512 px: page structure survives, single-pixel rendering noise does not."),
+    "pad_rgb": ([255, 255, 255], "Padding uses white, the default page background, so a page that is "
+                                 "merely shorter is not punished for colour."),
+    "histogram_bins": (8, "Bins per RGB channel of the joint colour histogram (512 bins): coarse enough "
+                          "that anti-aliasing shades fall into the same bin."),
+    "block_weights": ({"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20},
+                      "The official MLLM rubric's points (protocol.md 3.4), so the block score stands in "
+                      "for the rubric with the same emphasis."),
+    "block_match_threshold": (0.5, "Text blocks are paired by text similarity (Hungarian algorithm); pairs "
+                                   "below 0.5 are dropped as Design2Code does."),
+    "layout_grid": (64, "Box overlap is measured on a 64-cell grid along the long side: blocks a few pixels "
+                        "apart still overlap, blocks in another region do not."),
+    "component_delta": (24, "A pixel belongs to a component when its colour differs from the page's dominant "
+                            "colour by more than this (0-255 per channel, max over channels)."),
+    "palette_size": (8, "The style score compares each page's 8 most frequent colours (4 bits per channel)."),
+    "colour_scale": (100.0, "CIEDE2000 differences are divided by this and clipped: 0 means identical colour, "
+                            "100 (black against white) means nothing alike."),
+    "ssim_long_side": (256, "Structural similarity is taken at a small fixed size: it judges overall "
+                            "arrangement, and 256 px keeps it near 5 ms."),
+}
+
+# ---------------------------------------------------------------------------
+# iwr-official: the paper's judge through an OpenAI-compatible endpoint. Its
+# implementation comes later; it is registered now so stored scores can be labelled.
+# ---------------------------------------------------------------------------
+
+_OFFICIAL_VISUAL = {
+    "ocr_engine": ("easyocr", "The official code reads screenshot text with EasyOCR."),
+    "global_model": ("dinov2-base-cls", "The official global similarity is the cosine of DINOv2-base CLS "
+                                        "embeddings, clipped to [0, 1]."),
+    "rubric_weights": ({"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20},
+                       "The official MLLM visual rubric's points, scored 0-100."),
+}
+
+_OFFICIAL_LLM = {
+    "temperature": (0, "The official judge calls every model at temperature 0."),
+    "unparseable_visual": (0, "Official quirk: an unparseable rubric answer scores 0."),
+    "unparseable_assertion": ("pass", "Official quirk: an unparseable assertion answer counts as a pass."),
+}
+
+_OFFICIAL_LIMITS = {
+    "action_timeout_s": (30, "The official judge gives each action 30 s."),
+}
+
+
+def _values(section: dict) -> dict:
+    return {key: copy.deepcopy(value) for key, (value, _reason) in section.items()}
+
+
+def _reasons(section: dict) -> dict:
+    return {key: reason for key, (_value, reason) in section.items()}
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A named, versioned set of scoring choices; ``params`` is plain data."""
+
+    name: str
+    version: str
+    description: str
+    sections: dict[str, dict[str, tuple[Any, str]]] = field(repr=False)
+    requires_llm: bool = False
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}-{self.version}"
+
+    @property
+    def params(self) -> dict[str, dict[str, Any]]:
+        """Parameter values by section (a fresh copy: callers may not alter the protocol)."""
+        return {name: _values(section) for name, section in self.sections.items()}
+
+    @property
+    def reasons(self) -> dict[str, dict[str, str]]:
+        """Why each parameter has its value, by section and key."""
+        return {name: _reasons(section) for name, section in self.sections.items()}
+
+    def fingerprint(self) -> str:
+        """Stable hash of the parameter values (key order and float spelling do not matter)."""
+        text = json.dumps(self.params, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="1",
+        description="Deterministic and offline: rule-based element finding and assertion checks, "
+                    "Tesseract OCR, pixel/colour global similarity and a block comparison weighted like "
+                    "the official rubric. No LLM, no model weights.",
+        sections={"targeting": _DET_TARGETING, "assertion": _DET_ASSERTION, "settle": _DET_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET_VISUAL},
+    ),
+    "iwr-official": Protocol(
+        name="iwr-official",
+        version="1",
+        description="The paper's judge: LLM grounding agent and assertion judge, MLLM visual rubric, "
+                    "EasyOCR and DINOv2 from operator-supplied weights. Needs an LLM endpoint.",
+        sections={"visual": _OFFICIAL_VISUAL, "llm": _OFFICIAL_LLM, "limits": _OFFICIAL_LIMITS},
+        requires_llm=True,
+    ),
+}
+
+DEFAULT_PROTOCOL = "iwr-det"
+
+
+def get_protocol(name: str = DEFAULT_PROTOCOL) -> Protocol:
+    """The registered protocol called ``name`` (a bare name like ``iwr-det`` or a full name ``iwr-det-1``)."""
+    if name in PROTOCOLS:
+        return PROTOCOLS[name]
+    for protocol in PROTOCOLS.values():
+        if protocol.full_name == name:
+            return protocol
+    known = ", ".join(sorted(PROTOCOLS))
+    raise ValueError(f"unknown protocol {name!r}; known protocols: {known}")

@@ -1,0 +1,145 @@
+"""Block comparison (layout, elements, content, style, overall) weighted like the official rubric."""
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from evaluator.metrics import MetricError
+from evaluator.metrics.blocks import (
+    SUB_SCORES,
+    Block,
+    block_score,
+    content_score,
+    match_blocks,
+    parse_blocks,
+    sample_colours,
+)
+from evaluator.protocols import get_protocol
+from tests.evaluator.test_metrics_ocr import FONT, PAGE_LINES, SHARED, render_page
+
+SIZE = (1280, 720)
+TEXTS = ["Products", "Pricing", "Sign in", "Create your account", "Monthly plan $12", "Yearly plan $99",
+         "Contact sales", "Privacy policy"]
+
+
+def layout(texts=TEXTS, dx=0, color=(33, 37, 41), bg=(255, 255, 255)):
+    """DOM-style blocks, one per text, on a two-column grid (shifted right by ``dx``)."""
+    return [{"text": t, "box": [80 + dx + 560 * (i % 2), 100 + 80 * (i // 2), 22 * len(t) // 2 + 20, 40],
+             "color": list(color), "bg": list(bg)} for i, t in enumerate(texts)]
+
+
+def draw(blocks):
+    """The picture those blocks describe: each block's background box with its text in its colour."""
+    img = Image.new("RGB", SIZE, "white")
+    pen = ImageDraw.Draw(img)
+    font = ImageFont.truetype(FONT, 20)
+    for b in blocks:
+        x, y, w, h = b["box"]
+        pen.rectangle([x, y, x + w, y + h], fill=tuple(b["bg"]))
+        pen.text((x + 6, y + 8), b["text"], font=font, fill=tuple(b["color"]))
+    return img
+
+
+def score(ref_blocks, gen_blocks):
+    return block_score(draw(ref_blocks), draw(gen_blocks), ref_blocks, gen_blocks)
+
+
+def test_it_scores_identical_blocks_one_everywhere():
+    """The same blocks on the same picture score 1 on every sub-score and in total."""
+    result = score(layout(), layout())
+    assert set(result) == {*SUB_SCORES, "total"}
+    assert all(v == pytest.approx(1.0) for v in result.values())
+
+
+def test_it_weights_the_total_like_the_official_rubric():
+    """total = (10 layout + 15 elements + 40 content + 15 style + 20 overall) / 100."""
+    result = score(layout(), layout(TEXTS[:5], dx=40, color=(200, 30, 30)))
+    weights = get_protocol().params["visual"]["block_weights"]
+    assert weights == {"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20}
+    assert result["total"] == pytest.approx(sum(weights[k] * result[k] for k in SUB_SCORES) / 100)
+
+
+def test_it_scores_unrelated_pages_low():
+    """Entirely different text in other places scores near nothing on text and elements."""
+    other = layout(["Lorem ipsum", "Dolor", "Quux bazz", "Vehicula"], dx=300)
+    result = score(layout(), other)
+    assert result["elements"] == 0.0 and result["content"] == 0.0
+    assert result["total"] < 0.45
+
+
+def test_it_drops_as_more_blocks_go_missing():
+    """Each block removed from the generated page lowers elements, content and the total."""
+    results = [score(layout(), layout(TEXTS[:n])) for n in (8, 6, 4, 2)]
+    for key in ("elements", "content", "total"):
+        values = [r[key] for r in results]
+        assert all(a > b for a, b in zip(values, values[1:], strict=False)), key
+
+
+def test_it_drops_as_blocks_move_further():
+    """Shifting all blocks further right lowers the layout score."""
+    values = [score(layout(), layout(dx=dx))["layout"] for dx in (0, 20, 60, 120)]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False))
+
+
+def test_it_drops_as_text_colour_drifts():
+    """Text colour further from the reference lowers the style score."""
+    values = [score(layout(), layout(color=c))["style"] for c in ((33, 37, 41), (90, 60, 60), (220, 30, 30))]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False))
+
+
+def test_it_pairs_blocks_by_text_with_the_hungarian_algorithm():
+    """Pairs maximise total similarity in any order, and pairs under the threshold are dropped."""
+    block = lambda t: Block(t, (0, 0, 10, 10), (0, 0, 0), (255, 255, 255))  # noqa: E731
+    ref = [block("Sign in"), block("Sign up"), block("Checkout")]
+    gen = [block("Sign up"), block("Basket total"), block("Sign in")]
+    pairs = {(r, g) for r, g, _ in match_blocks(ref, gen, 0.5)}
+    assert pairs == {(0, 2), (1, 0)}
+
+
+def test_it_computes_token_f1():
+    """Token F1 over all block text, counted as multisets (hand-computed: P=2/3, R=2/4)."""
+    ref = [Block("the red apple", (0, 0, 1, 1), (0, 0, 0), (0, 0, 0)), Block("pie", (0, 0, 1, 1), (0, 0, 0), (0, 0, 0))]
+    gen = [Block("The apple tart", (0, 0, 1, 1), (0, 0, 0), (0, 0, 0))]
+    p, r = 2 / 3, 2 / 4
+    assert content_score(ref, gen) == pytest.approx(2 * p * r / (p + r))
+    assert content_score([], []) == 1.0
+    assert content_score(ref, []) == 0.0
+
+
+def test_it_samples_text_and_background_colours():
+    """In a text box the commonest colour is the background, the commonest distinct one the text."""
+    region = np.full((20, 60, 3), (250, 250, 250), dtype=np.uint8)
+    region[5:15, 5:40] = (200, 20, 20)
+    levels = (region >> 3).astype(np.int16)
+    codes = (levels[..., 0] << 10) | (levels[..., 1] << 5) | levels[..., 2]
+    text, bg = sample_colours(levels, codes)
+    assert np.abs(np.array(bg) - 250).max() <= 4
+    assert np.abs(np.array(text) - (200, 20, 20)).max() <= 4
+
+
+def test_it_reads_blocks_by_ocr_when_none_are_given():
+    """Without DOM blocks, OCR lines are the blocks: fewer lines on the generated page, lower content."""
+    same = block_score(render_page(), render_page(), cache=SHARED)
+    fewer = block_score(render_page(), render_page(PAGE_LINES[:3]), cache=SHARED)
+    assert same["content"] == 1.0 and same["total"] == pytest.approx(1.0)
+    assert fewer["content"] < 0.8 and fewer["total"] < same["total"]
+
+
+def test_it_clips_and_drops_blocks_off_the_picture():
+    """Boxes are clipped to the picture; blank or fully outside blocks are dropped."""
+    items = [{"text": "ok", "box": [-10, 700, 100, 50]}, {"text": "gone", "box": [2000, 10, 50, 50]},
+             {"text": "  ", "box": [0, 0, 10, 10]}]
+    blocks = parse_blocks(items, SIZE)
+    assert [(b.text, b.box) for b in blocks] == [("ok", (0.0, 700.0, 90.0, 20.0))]
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ({"box": [0, 0, 1, 1]}, r"gen_blocks\[0\]: 'text' must be a string"),
+    ({"text": "a", "box": [0, 0, 1]}, r"'box' must be \[x, y, w, h\]"),
+    ({"text": "a", "box": [0, 0, 1, 1], "color": "red"}, r"'color' must be \[r, g, b\]"),
+    ("text", "expected an object"),
+])
+def test_it_rejects_malformed_blocks_with_a_clear_message(item, message):
+    """A malformed block names its position and what is wrong."""
+    with pytest.raises(MetricError, match=message):
+        parse_blocks([item], SIZE, "gen_blocks")

@@ -1,0 +1,98 @@
+"""Named, versioned protocols and their parameter fingerprints."""
+
+import dataclasses
+import json
+
+import pytest
+
+from evaluator.protocols import PROTOCOLS, Protocol, get_protocol
+
+# The parameters a released protocol version stands for. A failure here means parameters changed
+# without a version bump: bump the protocol's version (and rescore), or, while a version is still
+# unreleased, update its fingerprint here in the same change.
+PINNED_FINGERPRINTS = {
+    "iwr-det-1": "f3a6773a72983a35",
+    "iwr-official-1": "ad8b90cea5996512",
+}
+
+
+def test_it_defaults_to_iwr_det_1():
+    """The default protocol is iwr-det, version 1."""
+    protocol = get_protocol()
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "1", "iwr-det-1")
+    assert not protocol.requires_llm
+
+
+def test_it_has_every_section_the_evaluator_reads():
+    """iwr-det has the targeting, assertion, settle, limits and visual sections."""
+    assert set(get_protocol("iwr-det").params) == {"targeting", "assertion", "settle", "limits", "visual"}
+
+
+def test_it_registers_the_official_protocol_as_needing_an_llm():
+    """iwr-official-1 exists so scores can be labelled with it, and says it needs an LLM endpoint."""
+    official = get_protocol("iwr-official")
+    assert official.full_name == "iwr-official-1"
+    assert official.requires_llm
+
+
+def test_every_parameter_has_a_reason():
+    """Each value of each section of each protocol carries a non-empty reason."""
+    for protocol in PROTOCOLS.values():
+        for section, values in protocol.params.items():
+            reasons = protocol.reasons[section]
+            assert set(reasons) == set(values), (protocol.name, section)
+            assert all(isinstance(r, str) and len(r) > 20 for r in reasons.values()), (protocol.name, section)
+
+
+def test_params_are_plain_json_data():
+    """Parameters survive a JSON round trip unchanged (they are stored beside scores)."""
+    for protocol in PROTOCOLS.values():
+        assert json.loads(json.dumps(protocol.params)) == protocol.params
+
+
+def test_changing_returned_params_does_not_change_the_protocol():
+    """Callers get a copy: editing it leaves the registered protocol alone."""
+    params = get_protocol().params
+    params["visual"]["block_weights"]["content"] = 0
+    assert get_protocol().params["visual"]["block_weights"]["content"] == 40
+
+
+@pytest.mark.parametrize("full_name", sorted(PINNED_FINGERPRINTS))
+def test_parameters_match_the_pinned_fingerprint_of_their_version(full_name):
+    """A protocol version's parameters only change with a version bump."""
+    assert get_protocol(full_name).fingerprint() == PINNED_FINGERPRINTS[full_name]
+
+
+def test_every_protocol_version_is_pinned():
+    """Every registered protocol version has a pinned fingerprint."""
+    assert {p.full_name for p in PROTOCOLS.values()} == set(PINNED_FINGERPRINTS)
+
+
+def test_fingerprint_sees_a_changed_value_but_not_key_order():
+    """Changing one value changes the fingerprint; reordering keys does not."""
+    protocol = get_protocol()
+    sections = dict(protocol.sections)
+    visual = dict(sections["visual"])
+    visual["ssim_long_side"] = (257, visual["ssim_long_side"][1])
+    changed = dataclasses.replace(protocol, sections={**sections, "visual": visual})
+    reordered = dataclasses.replace(protocol, sections=dict(reversed(list(sections.items()))))
+    assert changed.fingerprint() != protocol.fingerprint()
+    assert reordered.fingerprint() == protocol.fingerprint()
+
+
+def test_it_finds_protocols_by_full_name():
+    """A stored full name such as iwr-det-1 finds its protocol."""
+    assert get_protocol("iwr-det-1") is get_protocol("iwr-det")
+
+
+def test_it_lists_known_protocols_for_an_unknown_name():
+    """An unknown name is a ValueError naming the known protocols."""
+    with pytest.raises(ValueError, match="iwr-det, iwr-official"):
+        get_protocol("iwr-llm")
+
+
+def test_protocol_is_immutable():
+    """Registered protocols cannot be reassigned field by field."""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        get_protocol().version = "2"
+    assert isinstance(get_protocol(), Protocol)
