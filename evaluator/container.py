@@ -1,0 +1,151 @@
+"""Run one scoring job in a fresh evaluator container (the ``container`` sandbox backend).
+
+The dispatcher hands the container a job directory and nothing else:
+
+    JOB/job.json     what to score (see :mod:`evaluator.commands.job`)
+    JOB/data/        the task data of one split (mounted read-only)
+    JOB/bundle*      the submitted bundle (read-only)
+    JOB/out/         results and artifacts: the only writable mount
+
+The container has no network at all, a read-only root filesystem with a small ``/tmp``,
+a non-root user, every capability dropped, ``no-new-privileges``, and memory (swap
+disabled), process and CPU limits; a wall-clock limit kills it. It is always removed
+afterwards, whatever happened, and the outcome says why it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTAINER_UID = 10001  # the `evaluator` user of docker/Dockerfile.evaluator
+DEFAULT_IMAGE = "iwr/evaluator:latest"
+
+
+@dataclass(frozen=True)
+class ContainerLimits:
+    memory: str = "2g"          # Chromium + one page + OCR stay well under this on the sample tasks
+    cpus: float = 2.0           # one job may use the machine's two cores; more jobs queue
+    pids: int = 512             # Chromium spawns tens of processes; a fork bomb stops here
+    wall_clock_s: float = 3600  # a whole split of 113 tasks finishes in minutes; an hour means a hang
+    tmp_size: str = "512m"      # Chromium's profile and caches live in /tmp
+    shm_size: str = "512m"      # Chromium's renderers share memory through /dev/shm
+
+
+@dataclass
+class ContainerOutcome:
+    exit_code: int | None
+    oom_killed: bool = False
+    timed_out: bool = False
+    log_tail: list[str] = field(default_factory=list)
+    engine_error: str | None = None
+
+    @property
+    def reason(self) -> str | None:
+        """None when the job ran to completion; otherwise why it did not, for a person to act on."""
+        if self.engine_error:
+            return f"container engine error: {self.engine_error}"
+        if self.timed_out:
+            return "time limit exceeded: the evaluator container was stopped"
+        if self.oom_killed:
+            return "memory limit exceeded: the evaluator container was killed"
+        if self.exit_code not in (0, None):
+            tail = self.log_tail[-1] if self.log_tail else "no output"
+            return f"evaluator container exited with status {self.exit_code}: {tail}"
+        return None
+
+
+def engine_binary(engine: str) -> str:
+    path = shutil.which(engine)
+    if not path:
+        raise FileNotFoundError(f"container engine {engine!r} not found on PATH")
+    return path
+
+
+def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, engine: str = "docker") -> list[str]:
+    """The exact ``docker run`` (or podman) command for this job, with every isolation flag."""
+    job_dir = job_dir.resolve()
+    return [
+        engine_binary(engine), "run", "--name", name,
+        "--network", "none",
+        "--read-only",
+        "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_size}",  # noqa: S108 - the container's own tmpfs
+        "--shm-size", limits.shm_size,
+        "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges",
+        "--user", f"{CONTAINER_UID}:{CONTAINER_UID}",
+        "--memory", limits.memory, "--memory-swap", limits.memory,
+        "--pids-limit", str(limits.pids),
+        "--cpus", str(limits.cpus),
+        "--env", "HOME=/tmp",
+        "--volume", f"{job_dir}:/job:ro",
+        "--volume", f"{job_dir / 'out'}:/job/out:rw",
+        image, "/job",
+    ]
+
+
+def prepare_job_dir(job_dir: Path) -> None:
+    """Make ``out/`` writable for the container's user and nothing else."""
+    out = job_dir / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(out, CONTAINER_UID, CONTAINER_UID)
+    else:
+        out.chmod(0o777)
+
+
+def run_job(job_dir: Path, image: str = DEFAULT_IMAGE, limits: ContainerLimits | None = None,
+            engine: str = "docker") -> ContainerOutcome:
+    """Run the job to completion (or to a limit) and remove the container; never raises for the job's faults."""
+    limits = limits or ContainerLimits()
+    name = f"iwr-job-{uuid.uuid4().hex[:12]}"
+    try:
+        prepare_job_dir(job_dir)
+        command = run_command(job_dir, image, name, limits, engine)
+    except (OSError, FileNotFoundError) as exc:
+        return ContainerOutcome(exit_code=None, engine_error=str(exc))
+    try:
+        return _run_and_inspect(command, name, limits, engine)
+    finally:
+        subprocess.run([engine_binary(engine), "rm", "--force", "--volumes", name], capture_output=True)
+
+
+def _run_and_inspect(command: list[str], name: str, limits: ContainerLimits, engine: str) -> ContainerOutcome:
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=limits.wall_clock_s)
+        timed_out = False
+    except subprocess.TimeoutExpired as exc:
+        subprocess.run([engine_binary(engine), "kill", name], capture_output=True)
+        proc = subprocess.CompletedProcess(command, None, _text(exc.stdout), _text(exc.stderr))
+        timed_out = True
+    state = _inspect_state(name, engine)
+    if state is None and proc.returncode == 125:  # the engine could not even start the container
+        lines = (proc.stderr or "").strip().splitlines()
+        return ContainerOutcome(exit_code=None, engine_error=lines[-1] if lines else "could not start the container")
+    tail = ((proc.stdout or "") + (proc.stderr or "")).strip().splitlines()[-20:]
+    exit_code = state.get("ExitCode", proc.returncode) if state else proc.returncode
+    # 137 = killed by SIGKILL: with no wall-clock kill, that is the kernel's OOM killer in the cgroup.
+    oom_killed = bool(state and state.get("OOMKilled")) or (exit_code == 137 and not timed_out)
+    return ContainerOutcome(exit_code=exit_code, oom_killed=oom_killed, timed_out=timed_out, log_tail=tail)
+
+
+def _inspect_state(name: str, engine: str) -> dict | None:
+    result = subprocess.run([engine_binary(engine), "inspect", "--format", "{{json .State}}", name],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        return None
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value

@@ -1,0 +1,155 @@
+"""Scoring inside the isolated evaluator container: same scores as the host, and nothing gets out."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator import container
+from evaluator.bundle import make_bundle_zip
+from tests.evaluator.fixtures.dataset_builder import build_dataset, record
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "var" / "benchmark" / "dev" / "data.jsonl"
+
+
+def make_job(job_dir: Path, data_jsonl: Path, bundle_dir: Path, tasks=None) -> Path:
+    """A job directory as the dispatcher builds it: data, bundle, job.json, out/."""
+    shutil.copytree(data_jsonl.parent, job_dir / "data")
+    make_bundle_zip({p.name: p for p in sorted(bundle_dir.iterdir()) if p.is_dir()}, job_dir / "bundle.zip")
+    job = {"data": f"data/{data_jsonl.name}", "bundle": "bundle.zip", "tasks": tasks, "protocol": "iwr-det",
+           "workers": 2}
+    (job_dir / "job.json").write_text(json.dumps(job))
+    return job_dir
+
+
+def scores(document: dict) -> dict:
+    return {key: (t["ifs"], t["vfs"], t["final"], t["steps_passed"]) for key, t in document["tasks"].items()}
+
+
+@pytest.fixture(scope="module")
+def reference_bundle(tmp_path_factory) -> Path:
+    if not SAMPLE.is_file():
+        pytest.fail(f"the sample benchmark is missing at {SAMPLE}: scripts/setup.sh builds it")
+    out = tmp_path_factory.mktemp("baselines")
+    result = subprocess.run([sys.executable, "-m", "evaluator", "baselines", "--data", str(SAMPLE), "--out", str(out),
+                             "--kinds", "reference"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out / "reference"
+
+
+def test_container_scores_equal_the_host_evaluator(evaluator_image, reference_bundle, tmp_path):
+    """The sample benchmark's reference pages score the same inside the container as on the host."""
+    job = make_job(tmp_path / "job", SAMPLE, reference_bundle)
+    outcome = container.run_job(job, image=evaluator_image)
+    assert outcome.reason is None, outcome.log_tail
+    inside = json.loads((job / "out" / "results.json").read_text())
+
+    host_out = tmp_path / "host"
+    result = subprocess.run([sys.executable, "-m", "evaluator", "score", "--data", str(SAMPLE),
+                             "--bundle", str(job / "bundle.zip"), "--out", str(host_out), "--workers", "2"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    host = json.loads((host_out / "results.json").read_text())
+    assert inside["protocol"] == host["protocol"] and inside["evaluator_version"] == host["evaluator_version"]
+    assert scores(inside) == scores(host)
+    assert inside["summary"]["final"] >= 0.9
+
+
+HOSTILE_NETWORK_PAGE = """<!doctype html><html><body><button class="btn" id="go">Go</button><p id="out">idle</p>
+<script>
+document.getElementById('go').onclick = async () => {
+  let reached = [];
+  for (const url of ['http://example.com/', 'http://127.0.0.1:8000/', 'http://10.0.0.1/']) {
+    try { await fetch(url, {mode: 'no-cors'}); reached.push(url); } catch (e) {}
+  }
+  document.getElementById('out').textContent = reached.length ? 'reached ' + reached.join(' ') : 'offline';
+};
+</script></body></html>"""
+
+
+def tiny_dataset(root: Path) -> Path:
+    rec = record(1, action_sequence=[{"type": "Click", "parameters": {"description": "the 'Go' button"},
+                                      "visual_evaluation_flag": False, "logical_assertion": None}])
+    return build_dataset(root, [rec])
+
+
+def test_a_page_in_the_container_finds_no_network(evaluator_image, tmp_path):
+    """Requests a page makes are blocked and recorded; the container itself has no route anywhere."""
+    data = tiny_dataset(tmp_path / "ds")
+    pages = tmp_path / "pages" / "1"
+    pages.mkdir(parents=True)
+    (pages / "index.html").write_text(HOSTILE_NETWORK_PAGE)
+    job = make_job(tmp_path / "job", data, pages.parent)
+    outcome = container.run_job(job, image=evaluator_image)
+    assert outcome.reason is None, outcome.log_tail
+    blocked = json.loads((job / "out" / "tasks" / "1" / "blocked.json").read_text())
+    assert any("example.com" in entry["url"] for entry in blocked)
+
+    probe = ("import socket\nfor host in ('1.1.1.1', '127.0.0.1'):\n    s = socket.socket()\n    s.settimeout(2)\n"
+             "    try:\n        s.connect((host, 80)); print('CONNECTED', host)\n    except OSError as e:\n"
+             "        print('refused', host, type(e).__name__)\n")
+    result = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", evaluator_image,
+                             "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "CONNECTED" not in result.stdout and result.stdout.count("refused") == 2, result.stdout + result.stderr
+
+
+def test_the_container_runs_as_non_root_on_a_read_only_root(evaluator_image, tmp_path):
+    """The evaluator's user is not root and cannot write outside /tmp and the job's out/."""
+    command = container.run_command(tmp_path, evaluator_image, "iwr-probe", container.ContainerLimits())
+    image_at = command.index(evaluator_image)
+    probe = ["--entrypoint", "sh", evaluator_image, "-c",
+             "id -u; touch /usr/probe 2>/dev/null && echo WROTE-ROOT || echo root-read-only; "
+             "touch /job/probe 2>/dev/null && echo WROTE-JOB || echo job-read-only; touch /tmp/ok && echo tmp-ok"]
+    (tmp_path / "out").mkdir(exist_ok=True)
+    result = subprocess.run(command[:image_at] + probe, capture_output=True, text=True, timeout=120)
+    subprocess.run(["docker", "rm", "-f", "iwr-probe"], capture_output=True)
+    lines = result.stdout.split()
+    assert lines[0] != "0" and lines[0] == str(container.CONTAINER_UID)
+    assert lines[1:] == ["root-read-only", "job-read-only", "tmp-ok"]
+    assert "--cap-drop" in command and "no-new-privileges" in command and "none" in command
+
+
+MEMORY_BOMB_PAGE = """<!doctype html><html><body><button class="btn" onclick="bomb()">Go</button><script>
+function bomb() { const keep = []; for (;;) { keep.push(new Float64Array(8 * 1024 * 1024).fill(1)); } }
+</script></body></html>"""
+
+
+def test_a_memory_bomb_is_stopped_at_the_limit_and_reported(evaluator_image, tmp_path):
+    """A page eating memory is killed at the container's limit and the job says so; nothing is left running."""
+    data = tiny_dataset(tmp_path / "ds")
+    pages = tmp_path / "pages" / "1"
+    pages.mkdir(parents=True)
+    (pages / "index.html").write_text(MEMORY_BOMB_PAGE)
+    job = make_job(tmp_path / "job", data, pages.parent)
+    limits = container.ContainerLimits(memory="700m", wall_clock_s=300)
+    outcome = container.run_job(job, image=evaluator_image, limits=limits)
+    results = job / "out" / "results.json"
+    if outcome.reason is None:  # the renderer died inside; the evaluator reported it per task
+        task = json.loads(results.read_text())["tasks"]["1"]
+        assert task["ifs"] == 0 and task["error"], task
+        assert any(word in task["error"].lower() for word in ("memory", "crash", "killed"))
+    else:
+        assert "memory limit exceeded" in outcome.reason
+    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=iwr-job-"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""
+
+
+def test_a_hung_container_is_stopped_at_the_wall_clock_limit(evaluator_image, tmp_path):
+    """A job that never finishes is killed at the wall-clock limit, reported, and removed."""
+    data = tiny_dataset(tmp_path / "ds")
+    pages = tmp_path / "pages" / "1"
+    pages.mkdir(parents=True)
+    (pages / "index.html").write_text("<button class=btn>Go</button>")
+    job = make_job(tmp_path / "job", data, pages.parent)
+    outcome = container.run_job(job, image=evaluator_image, limits=container.ContainerLimits(wall_clock_s=1))
+    assert outcome.timed_out and outcome.reason.startswith("time limit exceeded")
+    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=iwr-job-"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""
