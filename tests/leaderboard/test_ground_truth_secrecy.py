@@ -1,0 +1,88 @@
+"""No held-out ground truth on any public page, file, download or API answer.
+
+The crawl starts from every parameter-free route and follows every same-site link, as
+an anonymous reader and as a signed-in researcher who is not staff. Areas with pages that
+need their own data reuse :mod:`tests.leaderboard.secrecy` in their own tests.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from leaderboard import tasksets
+from leaderboard.models import Task
+from tests.leaderboard import secrecy
+from tests.leaderboard.base import logged_in
+
+pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
+
+
+@pytest.fixture
+def reader(request, client):
+    """The client as an anonymous visitor or as a signed-in non-staff user."""
+    if request.param == "outsider":
+        logged_in(client, request.getfixturevalue("outsider"))
+    return client
+
+
+@pytest.mark.parametrize("reader", ["anonymous", "outsider"], indirect=True)
+def test_no_public_page_reveals_test_split_ground_truth(reader, imported_sample):
+    """Crawling the whole public site finds no held-out description, assertion, checkpoint or reference."""
+    secrets = secrecy.held_out_secrets()
+    visited = secrecy.crawl(reader, secrecy.start_urls(), secrets)
+    # The crawl must have reached the pages where a leak would be likeliest.
+    for url in ("/tasks/", "/tasks/sample/201/", "/tasks/sample/201/inputs.zip", "/tasks/sample/inputs-test.zip",
+                "/tasks/sample/201/files/video.mp4", "/api/v1/tasks/", f"/api/v1/tasks/{imported_sample[1].pk}/"):
+        assert url in visited, url
+
+
+@pytest.mark.parametrize("reader", ["anonymous", "outsider"], indirect=True)
+def test_scored_entries_and_their_results_keep_ground_truth_secret(reader, imported_sample, owner):
+    """With scored test-split entries on the board, results, replays and comparisons leak nothing either."""
+    from tests.leaderboard.factories import make_entry
+
+    held_out = [task for task in imported_sample if task.split == "test"]
+    first = make_entry(owner, tasks=held_out, finals=[0.4, 0.6], model_name="model-a")
+    second = make_entry(owner, tasks=held_out, finals=[0.5, 0.7], model_name="model-b")
+    start = [*secrecy.start_urls(), f"/results/{first.pk}/", f"/compare/{first.pk}/{second.pk}/"]
+    visited = secrecy.crawl(reader, start, secrecy.held_out_secrets())
+    assert f"/results/{first.pk}/tasks/201/" in visited
+
+
+def test_retired_and_draft_held_out_tasks_stay_secret_too(client, imported_sample):
+    """Unpublished test tasks are not reachable at all, their inputs included."""
+    Task.objects.filter(key="201").update(status=Task.Status.RETIRED)
+    Task.objects.filter(key="202").update(status=Task.Status.DRAFT)
+    secrets = secrecy.held_out_secrets()
+    visited = secrecy.crawl(client, secrecy.start_urls(), secrets)
+    assert not [url for url in visited if "/201/" in url or "/202/" in url]
+
+
+def test_the_crawl_catches_a_leak(client, imported_sample, monkeypatch):
+    """If test tasks showed their actions, the crawl would fail naming the page and the secret."""
+    monkeypatch.setattr(tasksets, "dev_actions", tasksets.action_rows)
+    with pytest.raises(AssertionError, match=r"/tasks/sample/201/: text 'SECRET-TEST-201-DESCRIPTION-1'"):
+        secrecy.crawl(client, ["/tasks/"], secrecy.held_out_secrets())
+
+
+def test_leaks_inside_zips_and_json_escapes_are_found(imported_sample):
+    """A checkpoint inside a deflated zip and a secret written as a JSON string are both found."""
+    secrets = secrecy.held_out_secrets()
+    task = Task.objects.get(key="201")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(task.files_path / "checkpoints/step_1.png", "x/step_1.png")
+    assert any("checkpoints/step_1.png" in leak for leak in secrecy.find_leaks(buffer.getvalue(), secrets))
+    body = b'{"d": "SECRET-TEST-202-ASSERTION-3"}'
+    assert secrecy.find_leaks(body, secrets) == ["text 'SECRET-TEST-202-ASSERTION-3'"]
+
+
+def test_start_urls_cover_parameter_free_routes_but_not_admin():
+    """The crawl starts from every route without parameters, the admin excluded."""
+    urls = secrecy.start_urls()
+    assert {"/", "/tasks/", "/api/v1/", "/api/v1/tasks/", "/about/"} <= set(urls)
+    assert not [url for url in urls if url.startswith("/admin/")]
