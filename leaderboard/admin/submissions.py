@@ -1,1 +1,126 @@
-"""Admin for submissions and evaluations (verify, flag, rescore)."""
+"""Admin for submissions and evaluations: verify, flag with a public reason, rescore.
+
+Rescoring adds an evaluation under the current version of each submission's protocol,
+queued behind users' submissions; earlier evaluations keep their scores, protocol and
+version. To rescore a whole split, filter the list by split, select all, run the action.
+Every verdict change moves the leaderboard cache generation on.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+
+from leaderboard import pipeline, submissions
+from leaderboard.cache import bump_generation
+from leaderboard.models import Evaluation, Submission, TaskResult
+
+
+class FlagForm(forms.Form):
+    reason = forms.CharField(max_length=300, help_text="Shown publicly next to the entry, e.g. "
+                                                       "'pages copy the reference site's HTML'.")
+
+
+class EvaluationInline(admin.TabularInline):
+    model = Evaluation
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("protocol", "status", "failure_kind", "final", "ifs", "vfs", "attempts", "created_at", "finished_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "model_name", "owner", "split", "kind", "protocol", "status", "public", "verified",
+                    "flagged", "charged", "created_at")
+    list_filter = ("split", "kind", "protocol", "verified", "flagged", "public")
+    search_fields = ("model_name", "organisation", "owner__username", "owner__email")
+    readonly_fields = ("bundle_size", "bundle_sha256", "created_at")
+    inlines = [EvaluationInline]
+    actions = ["mark_verified", "clear_verified", "flag", "clear_flag", "rescore"]
+
+    @admin.display(description="status")
+    def status(self, obj: Submission) -> str:
+        evaluation = obj.primary_evaluation
+        return evaluation.status if evaluation else "-"
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        bump_generation()
+
+    @admin.action(description="Mark as verified", permissions=["change"])
+    def mark_verified(self, request, queryset):
+        self._verdict(request, queryset.update(verified=True), "verified")
+
+    @admin.action(description="Remove the verified mark", permissions=["change"])
+    def clear_verified(self, request, queryset):
+        self._verdict(request, queryset.update(verified=False), "no longer verified")
+
+    @admin.action(description="Flag (leaves the ranking; the reason is public)", permissions=["change"])
+    def flag(self, request, queryset):
+        form = FlagForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            count = queryset.update(flagged=True, flag_reason=form.cleaned_data["reason"])
+            self._verdict(request, count, "flagged")
+            return None
+        context = {**self.admin_site.each_context(request), "title": "Flag submissions", "form": form,
+                   "queryset": queryset, "opts": self.model._meta,
+                   "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME}
+        return TemplateResponse(request, "leaderboard/submissions/admin_flag.html", context)
+
+    @admin.action(description="Remove the flag", permissions=["change"])
+    def clear_flag(self, request, queryset):
+        self._verdict(request, queryset.update(flagged=False, flag_reason=""), "unflagged")
+
+    @admin.action(description="Rescore under the current protocol version (queued behind users)",
+                  permissions=["change"])
+    def rescore(self, request, queryset):
+        queued = [evaluation for evaluation in map(submissions.queue_rescore, queryset) if evaluation]
+        skipped = queryset.count() - len(queued)
+        self.message_user(request, f"{len(queued)} rescore(s) queued; {skipped} skipped (no bundle, or already "
+                                   "evaluated under the current version).", messages.SUCCESS)
+
+    def _verdict(self, request, count: int, what: str) -> None:
+        bump_generation()
+        self.message_user(request, f"{count} submission(s) {what}.", messages.SUCCESS)
+
+
+class TaskResultInline(admin.TabularInline):
+    model = TaskResult
+    extra = 0
+    can_delete = False
+    fields = ("task", "final", "ifs", "vfs", "steps_passed", "steps_total", "error")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(admin.ModelAdmin):
+    list_display = ("id", "submission", "protocol", "status", "failure_kind", "is_rescore", "attempts",
+                    "tasks_done", "tasks_total", "final", "worker", "created_at", "finished_at")
+    list_filter = ("status", "failure_kind", "protocol", "is_rescore")
+    search_fields = ("submission__model_name", "worker")
+    readonly_fields = [field.name for field in Evaluation._meta.fields]
+    inlines = [TaskResultInline]
+    actions = ["retry"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Retry (failed or cancelled evaluations: queue again)", permissions=["change"])
+    def retry(self, request, queryset):
+        ids = list(queryset.filter(status__in=[Evaluation.Status.FAILED, Evaluation.Status.CANCELLED])
+                   .values_list("pk", flat=True))
+        Evaluation.objects.filter(pk__in=ids).update(status=Evaluation.Status.QUEUED, attempts=0, failure_kind="",
+                                                     failure_reason="", finished_at=None)
+        for evaluation_id in ids:
+            pipeline.dispatch(evaluation_id)
+        self.message_user(request, f"{len(ids)} evaluation(s) queued again.", messages.SUCCESS)

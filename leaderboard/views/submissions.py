@@ -1,0 +1,149 @@
+"""Submit page, my submissions, one submission's page with live progress, cancel, results.
+
+Every view touching a submission starts with an access helper: ``_viewable`` (public ones,
+one's own, or staff) or ``_managed`` (owner or staff). Anything else is a 404, so private
+submissions of others are indistinguishable from missing ones.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from leaderboard import quotas, submissions
+from leaderboard.models import Submission
+
+
+def _viewable(request, pk: int) -> Submission:
+    return get_object_or_404(submissions.visible_submissions(request.user), pk=pk)
+
+
+def _managed(request, pk: int) -> Submission:
+    submission = _viewable(request, pk)
+    if not submissions.can_manage(request.user, submission):
+        raise Http404("No submission matches the given query.")
+    return submission
+
+
+def _is_xhr(request) -> bool:
+    return request.headers.get("X-Requested-With") == "XMLHttpRequest"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request):
+    form = submissions.SubmissionForm(request.POST or None, request.FILES or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            accepted = submissions.accept(form, request.user)
+        except quotas.QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+        else:
+            return _accepted(request, accepted)
+    if request.method == "POST" and _is_xhr(request):
+        html = render_to_string("leaderboard/submissions/_form.html", {"form": form}, request=request)
+        return JsonResponse({"form_html": html}, status=400)
+    return render(request, "leaderboard/submissions/submit.html",
+                  {"form": form, "quotas": quotas.all_statuses(request.user)}, status=400 if form.errors else 200)
+
+
+def _accepted(request, accepted):
+    messages.success(request, f"Submission #{accepted.submission.pk} was accepted and queued for scoring.")
+    for note in accepted.notes:
+        messages.warning(request, note)
+    url = f"/submissions/{accepted.submission.pk}/"
+    if _is_xhr(request):
+        return JsonResponse({"redirect": url, "id": accepted.submission.pk}, status=201)
+    return redirect(url)
+
+
+@login_required
+@require_GET
+def submission_list(request):
+    rows = []
+    for submission in Submission.objects.filter(owner=request.user):
+        evaluation = submission.primary_evaluation
+        scores = {name: getattr(evaluation, name, None) for name in ("final", "ifs", "vfs")}
+        rows.append(_with_percents({"submission": submission, "evaluation": evaluation, **scores}))
+    return render(request, "leaderboard/submissions/list.html",
+                  {"rows": rows, "quotas": quotas.all_statuses(request.user)})
+
+
+def percent(value) -> str:
+    """A score fraction as the site shows it: 36.35 (empty when there is none)."""
+    return "" if value is None else f"{100 * value:.2f}"
+
+
+def _with_percents(row: dict) -> dict:
+    return {**row, **{f"{name}_pct": percent(row.get(name)) for name in ("final", "ifs", "vfs")}}
+
+
+def _score_display(state: dict) -> dict:
+    scores = state.get("scores") or {}
+    shown = {name: percent(scores.get(name)) for name in ("final", "ifs", "vfs")}
+    for name in ("final", "ifs", "vfs"):
+        low, high = scores.get(f"{name}_ci_low"), scores.get(f"{name}_ci_high")
+        shown[f"{name}_ci"] = f"95% CI {percent(low)}-{percent(high)}" if low is not None else ""
+    return shown
+
+
+@require_GET
+def submission_detail(request, pk: int):
+    submission = _viewable(request, pk)
+    evaluation = submission.primary_evaluation
+    state = submissions.status_payload(submission, request.user)
+    others = submission.evaluations.exclude(pk=getattr(evaluation, "pk", None)).order_by("created_at")
+    context = {
+        "submission": submission, "evaluation": evaluation, "state": state, "scores": _score_display(state),
+        "can_manage": submissions.can_manage(request.user, submission),
+        "rows": [_with_percents(row) for row in submissions.task_rows(evaluation, request.user)],
+        "other_evaluations": [_with_percents({**vars(other)}) for other in others],
+    }
+    return render(request, "leaderboard/submissions/detail.html", context)
+
+
+@require_GET
+@never_cache
+def submission_progress(request, pk: int):
+    """Small JSON the submission page polls: status, counts, scores, failure, per-task rows."""
+    submission = _viewable(request, pk)
+    evaluation = submission.primary_evaluation
+    state = submissions.status_payload(submission, request.user)
+    state["tasks"] = submissions.task_rows(evaluation, request.user)
+    if evaluation is not None and evaluation.is_finished and submissions.can_manage(request.user, submission):
+        state["log"] = evaluation.log
+    return JsonResponse(state, encoder=DjangoJSONEncoder)
+
+
+@login_required
+@require_POST
+def submission_cancel(request, pk: int):
+    submission = _managed(request, pk)
+    try:
+        evaluation = submissions.cancel(submission)
+    except submissions.NotCancellable as exc:
+        messages.error(request, str(exc))
+    else:
+        refunded = " Your quota was refunded." if not submission.charged else ""
+        messages.success(request, f"Submission #{submission.pk} is {evaluation.status}.{refunded}")
+    return redirect(f"/submissions/{submission.pk}/")
+
+
+@login_required
+@require_GET
+def submission_results(request, pk: int):
+    """Download the results as JSON (owner or staff; held-out split: scores only)."""
+    submission = _managed(request, pk)
+    document = submissions.results_document(submission, request.user)
+    response = HttpResponse(json.dumps(document, cls=DjangoJSONEncoder, indent=1),
+                            content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.json"'
+    return response

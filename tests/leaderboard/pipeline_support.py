@@ -1,0 +1,210 @@
+"""Support for the pipeline tests: a scripted stand-in evaluator and a harness that drives
+a separate Django process (the worker tests' database must be one other processes see).
+
+Fake evaluator (``python -m tests.leaderboard.pipeline_support fake-evaluator score --data D
+--bundle B --out O ...``) honours the evaluator's output contract (progress.jsonl,
+tasks/<key>/result.json, results.json) with scores computed from the page bytes, and
+misbehaves on request through ``FAKE_EVALUATOR_MODE``: ``ok``, ``crash`` (exit 1 with a
+traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task), ``hang``
+(never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit).
+``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
+action description so tests can check that test-split secrets are scrubbed from logs.
+
+Harness (``python -m tests.leaderboard.pipeline_support harness COMMAND``), run with the
+environment of the configuration under test: ``setup`` migrates, imports a tiny dataset,
+creates a user and queues N submissions of one bundle; ``state ID`` prints an
+evaluation's state and task results as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+WIDTH, HEIGHT = 640, 480
+
+
+# --------------------------------------------------------------------------- fake evaluator
+
+
+def fake_evaluator(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command")
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--bundle", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args, _unknown = parser.parse_known_args(argv)
+    mode = os.environ.get("FAKE_EVALUATOR_MODE", "ok")
+    if mode == "usage":
+        print("error: --data is not a task set", file=sys.stderr)
+        return 2
+    records = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "progress.jsonl").write_text("")
+    results = {}
+    for done, record in enumerate(records, start=1):
+        key = str(record["id"])
+        print(f"task {key}: trying {record['action_sequence'][0]['parameters']['description']}", flush=True)
+        time.sleep(float(os.environ.get("FAKE_EVALUATOR_DELAY", "0")))
+        results[key] = _fake_result(args.bundle / key / "index.html", len(record["action_sequence"]))
+        _write(args.out / "tasks" / key / "result.json", results[key])
+        with open(args.out / "progress.jsonl", "a") as handle:
+            handle.write(json.dumps({"task": key, "done": done, "total": len(records)}) + "\n")
+        _misbehave(mode)
+    summary = {name: sum(r[name] for r in results.values()) / len(results)
+               for name in ("ifs", "vfs", "final", "low_level", "high_level")}
+    summary.update({"n_tasks": len(results), "by_category": {}})
+    _write(args.out / "results.json", {"protocol": "iwr-det-1", "evaluator_version": "fake-1",
+                                       "tasks": results, "summary": summary})
+    return 0
+
+
+def _misbehave(mode: str) -> None:
+    if mode == "crash":
+        raise RuntimeError("simulated evaluator bug")
+    if mode == "signal":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "hang":
+        time.sleep(3600)
+    if mode == "timeout-message":
+        print("error: job exceeded its time limit and was killed", file=sys.stderr)
+        sys.exit(1)
+
+
+def _fake_result(page: Path, n_actions: int) -> dict:
+    if not page.is_file():
+        return {"ifs": 0.0, "vfs": 0.0, "final": 0.0, "low_level": 0.0, "high_level": 0.0, "steps_passed": 0,
+                "steps_total": n_actions, "steps": [], "error": "missing"}
+    digest = hashlib.sha256(page.read_bytes()).digest()
+    passed = digest[0] % (n_actions + 1)
+    ifs, vfs = passed / n_actions, digest[1] / 255
+    return {"ifs": ifs, "vfs": vfs, "final": 0.7 * ifs + 0.3 * vfs, "low_level": vfs, "high_level": vfs,
+            "steps_passed": passed, "steps_total": n_actions, "steps": [{"k": 1, "passed": passed > 0}],
+            "error": None}
+
+
+def _write(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- tiny datasets and bundles
+
+
+def write_tiny_dataset(root: Path, split: str, n_tasks: int, n_actions: int = 2) -> Path:
+    """A dataset of ``n_tasks`` 640x480 tasks whose pages (``reference_pages``) pass every action."""
+    import shutil
+    import subprocess
+
+    from PIL import Image
+
+    root.mkdir(parents=True, exist_ok=True)
+    video = root / "video.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=white:s=64x48:d=1",
+                    "-c:v", "libx264", "-pix_fmt", "yuv420p", str(video)], check=True, timeout=60)
+    records = []
+    for number in range(1, n_tasks + 1):
+        key = f"{split}{number}"
+        actions = [{"type": "Click", "parameters": {"description": f"Click the button labelled 'Step {k}'"},
+                    "visual_evaluation_flag": True, "logical_assertion": None} for k in range(1, n_actions + 1)]
+        records.append({"id": key, "classification": {"interaction_complexity": "L2", "visual_complexity": "V1",
+                                                      "domain": "productivity", "sub_domain": "demo"},
+                        "recording_details": {"resolution": f"{WIDTH}x{HEIGHT}", "environment": "test"},
+                        "source_website": f"https://{key}.example/", "action_sequence": actions})
+        folder = root / "data" / key
+        for name in ("assets", "stitched_assets", "checkpoints"):
+            (folder / name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(video, folder / "video.mp4")
+        Image.new("RGB", (16, 16), (200, 30, 30)).save(folder / "assets" / "asset001.png")
+        Image.new("RGB", (64, 32), (240, 240, 240)).save(folder / "stitched_assets" / "stitched_image1.png")
+        for k in range(n_actions + 1):
+            Image.new("RGB", (WIDTH, HEIGHT), (255, 255, 255)).save(folder / "checkpoints" / f"step_{k}.png")
+    (root / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return root / "data.jsonl"
+
+
+def reference_page(key: str, n_actions: int = 2) -> str:
+    buttons = "".join(f'<button class="btn" onclick="this.textContent=\'Done {k}\'">Step {k}</button>'
+                      for k in range(1, n_actions + 1))
+    return f"<!doctype html><html><body><h1>Task {key}</h1>{buttons}</body></html>"
+
+
+def write_bundle(path: Path, keys: list[str], n_actions: int = 2) -> Path:
+    from evaluator.bundle import make_bundle_zip
+
+    return make_bundle_zip({key: reference_page(key, n_actions) for key in keys}, path)
+
+
+# --------------------------------------------------------------------------- harness (separate process)
+
+
+def harness(argv: list[str]) -> int:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    django.setup()
+    command, *rest = argv
+    if command == "setup":
+        print(json.dumps(_setup(int(rest[0]), int(rest[1]))))
+    elif command == "state":
+        print(json.dumps(_state(int(rest[0]))))
+    return 0
+
+
+def _setup(n_tasks: int, n_submissions: int) -> dict:
+    import tempfile
+
+    from django.core.management import call_command
+
+    from evaluator.protocols import get_protocol
+    from leaderboard import pipeline, tasksets
+    from leaderboard.models import Submission
+    from leaderboard.submissions import queue_evaluation
+    from tests.leaderboard.base import make_user
+
+    call_command("migrate", verbosity=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = write_tiny_dataset(Path(tmp) / "tiny", "dev", n_tasks)
+        tasksets.import_dataset(data, "dev", "tiny")
+        bundle = write_bundle(Path(tmp) / "bundle.zip", [f"dev{n}" for n in range(1, n_tasks + 1)])
+        user = make_user("pipeline-owner")
+        ids = []
+        for number in range(n_submissions):
+            submission = Submission.objects.create(owner=user, split="dev", model_name=f"model-{number}")
+            with open(bundle, "rb") as handle:
+                from django.core.files import File
+
+                submission.bundle.save(f"run-{number}.zip", File(handle), save=True)
+            evaluation = queue_evaluation(submission, get_protocol("iwr-det"))
+            ids.append(evaluation.pk)
+    for evaluation_id in ids:
+        pipeline.dispatch(evaluation_id)
+    return {"evaluations": ids}
+
+
+def _state(evaluation_id: int) -> dict:
+    from leaderboard.models import Evaluation
+
+    evaluation = Evaluation.objects.get(pk=evaluation_id)
+    fields = ("status", "attempts", "tasks_done", "tasks_total", "final", "ifs", "vfs", "final_ci_low",
+              "final_ci_high", "failure_kind", "failure_reason", "worker")
+    state = {name: getattr(evaluation, name) for name in fields}
+    state["results"] = {row.task.key: {"final": row.final, "ifs": row.ifs, "vfs": row.vfs}
+                        for row in evaluation.task_results.select_related("task")}
+    state["result_rows"] = evaluation.task_results.count()
+    state["charged"] = evaluation.submission.charged
+    return state
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "fake-evaluator":
+        sys.exit(fake_evaluator(sys.argv[2:]))
+    sys.exit(harness(sys.argv[2:]))

@@ -1,0 +1,338 @@
+"""The scoring pipeline in this process: claiming, fair order, results, failures, reaping.
+
+The evaluator here is the scripted stand-in of ``pipeline_support`` (same output contract,
+failures on request) so each failure path is quick and certain; the real evaluator runs
+in ``test_pipeline_worker.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from leaderboard import pipeline
+from leaderboard.cache import get_generation
+from leaderboard.models import Evaluation, TaskResult
+from tests.leaderboard.base import make_user
+from tests.leaderboard.factories import (
+    make_bundle_submission,
+    make_evaluation,
+    make_queued_evaluation,
+    make_submission,
+)
+
+pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
+
+FAKE = f"{sys.executable} -m tests.leaderboard.pipeline_support fake-evaluator"
+PAGES = {"101": "<html><body><button class=btn>Go</button></body></html>", "dev-b": "<html>b</html>"}
+TEST_PAGES = {"201": "<html>one</html>", "202": "<html>two</html>"}
+
+
+@pytest.fixture
+def fake_evaluator(settings, tmp_path, monkeypatch):
+    """Pipeline settings for fast tests: the stand-in evaluator, short beats, throw-away folders."""
+    settings.EVALUATOR_COMMAND = FAKE
+    settings.JOBS_ROOT = tmp_path / "jobs"
+    settings.ARTIFACTS_ROOT = tmp_path / "artifacts"
+    settings.EVALUATION_HEARTBEAT_SECONDS = 1
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "ok")
+    sent = []
+    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: sent.append(evaluation_id) or True)
+    return sent
+
+
+def queued(owner, pages=PAGES, split="dev"):
+    return make_queued_evaluation(make_bundle_submission(owner, pages=pages, split=split))
+
+
+def charged(evaluation) -> bool:
+    evaluation.submission.refresh_from_db(fields=["charged"])
+    return evaluation.submission.charged
+
+
+def run(evaluation, capture):
+    """Claim and run ``evaluation`` with on-commit callbacks executed; returns it refreshed."""
+    token = pipeline.claim(evaluation.pk, "test-node:1")
+    assert token
+    with capture(execute=True):
+        pipeline.run_claimed(evaluation.pk, token)
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+# --------------------------------------------------------------------------- claiming and order
+
+
+@pytest.mark.django_db
+def test_it_claims_a_queued_evaluation_exactly_once(owner):
+    """Two workers claiming the same evaluation: one wins, the other gets nothing."""
+    evaluation = make_evaluation(make_submission(owner))
+    first, second = pipeline.claim(evaluation.pk, "a:1"), pipeline.claim(evaluation.pk, "b:2")
+    evaluation.refresh_from_db()
+    assert first and second is None
+    assert (evaluation.status, evaluation.attempts, evaluation.worker, evaluation.claim_token) == (
+        "running", 1, "a:1", first)
+
+
+@pytest.mark.django_db
+def test_one_users_backlog_does_not_block_another_users_single_submission(owner, collaborator):
+    """A user with twenty queued and one recently run goes after a user who has run nothing."""
+    backlog = [make_evaluation(make_submission(owner)) for _ in range(20)]
+    make_evaluation(make_submission(owner), status="scored", started_at=timezone.now())
+    newcomer = make_evaluation(make_submission(collaborator))
+    order = pipeline.fair_queue()
+    assert order[0] == newcomer.pk
+    assert order[1:] == [evaluation.pk for evaluation in backlog]
+
+
+@pytest.mark.django_db
+def test_rescoring_waits_behind_users_submissions(owner, collaborator):
+    """An older rescore evaluation still runs after a newer user submission."""
+    rescore = make_evaluation(make_submission(owner), is_rescore=True, priority=9)
+    user = make_evaluation(make_submission(collaborator))
+    assert pipeline.fair_queue() == [user.pk, rescore.pk]
+
+
+@pytest.mark.django_db
+def test_run_next_skips_an_evaluation_another_worker_took(owner, fake_evaluator, monkeypatch):
+    """When the first candidate was claimed meanwhile, the worker moves on to the next one."""
+    taken, free = make_evaluation(make_submission(owner)), make_evaluation(make_submission(owner))
+    ran = []
+    monkeypatch.setattr(pipeline, "fair_queue", lambda: [taken.pk, free.pk])
+    monkeypatch.setattr(pipeline, "run_claimed", lambda pk, token: ran.append(pk))
+    pipeline.claim(taken.pk, "other:1")
+    assert pipeline.run_next(taken.pk, "me:2") == free.pk
+    assert ran == [free.pk]
+
+
+# --------------------------------------------------------------------------- a full run
+
+
+@pytest.mark.django_db
+def test_it_scores_a_submission_and_stores_everything(owner, imported_sample, fake_evaluator, settings,
+                                                      django_capture_on_commit_callbacks, mailoutbox):
+    """Scored: one result per task, summary, intervals, artifacts moved, job folder gone, mail sent."""
+    generation = get_generation()
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored", evaluation.failure_reason
+    assert sorted(evaluation.task_results.values_list("task__key", flat=True)) == ["101", "dev-b"]
+    assert evaluation.tasks_done == evaluation.tasks_total == 2
+    assert evaluation.final_ci_low <= evaluation.final <= evaluation.final_ci_high
+    assert evaluation.evaluator_version == "fake-1" and evaluation.summary["n_tasks"] == 2
+    assert (Path(settings.ARTIFACTS_ROOT) / str(evaluation.pk) / "results.json").is_file()
+    assert not (Path(settings.JOBS_ROOT) / str(evaluation.pk)).exists()
+    assert get_generation() > generation
+    assert len(mailoutbox) == 1 and "scored" in mailoutbox[0].subject
+    assert "task 101: trying SECRET-DEV" in evaluation.log  # dev ground truth is public
+
+
+@pytest.mark.django_db
+def test_saving_a_task_result_twice_keeps_one_row(owner, imported_sample):
+    """Results are written idempotently: a retried job overwrites, never duplicates."""
+    evaluation = make_evaluation(make_submission(owner))
+    task = imported_sample[0]
+    pipeline.save_task_result(evaluation, task, {"final": 0.2, "steps_passed": 1, "steps_total": 2})
+    pipeline.save_task_result(evaluation, task, {"final": 0.4, "steps_passed": 2, "steps_total": 2})
+    assert list(TaskResult.objects.filter(evaluation=evaluation).values_list("final", flat=True)) == [0.4]
+
+
+@pytest.mark.django_db
+def test_a_stale_claim_cannot_finish_the_evaluation(owner, imported_sample):
+    """Scores arriving under a claim that no longer holds are not stored as the outcome."""
+    evaluation = make_evaluation(make_submission(owner))
+    pipeline.claim(evaluation.pk, "a:1")
+    document = {"tasks": {}, "summary": {"final": 1.0}}
+    assert not pipeline.store_scores(evaluation, "not-the-token", document, "", None)
+    evaluation.refresh_from_db()
+    assert evaluation.status == "running" and evaluation.final is None
+
+
+@pytest.mark.django_db
+def test_test_split_ground_truth_is_scrubbed_from_the_log(owner, imported_sample, fake_evaluator,
+                                                          django_capture_on_commit_callbacks):
+    """The evaluator printed a held-out action description; the stored log hides it."""
+    evaluation = run(queued(owner, TEST_PAGES, "test"), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored"
+    assert "task 201: trying [hidden]" in evaluation.log
+    assert "SECRET-TEST" not in evaluation.log
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@pytest.mark.django_db
+def test_an_evaluator_crash_fails_as_its_fault_and_is_refunded(owner, imported_sample, fake_evaluator,
+                                                               monkeypatch, django_capture_on_commit_callbacks,
+                                                               mailoutbox):
+    """A crashing evaluator: failed, kind evaluator, reason with the last log line, quota refunded."""
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "crash")
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "evaluator")
+    assert "RuntimeError: simulated evaluator bug" in evaluation.failure_reason
+    assert "Traceback" in evaluation.log
+    assert charged(evaluation) is False
+    assert len(mailoutbox) == 1 and "not charged" in mailoutbox[0].body
+
+
+@pytest.mark.django_db
+def test_an_evaluator_killed_by_a_signal_is_retried_then_given_up(owner, imported_sample, fake_evaluator,
+                                                                  monkeypatch, settings,
+                                                                  django_capture_on_commit_callbacks):
+    """Killed by a signal = infrastructure: re-queued while attempts remain, then failed, never charged."""
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "signal")
+    settings.EVALUATION_MAX_ATTEMPTS = 2
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.attempts, evaluation.claim_token) == ("queued", 1, "")
+    assert fake_evaluator == [evaluation.pk]  # a new wake-up was sent
+    evaluation = run(evaluation, django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "infrastructure")
+    assert "killed by signal 9" in evaluation.failure_reason and "2 attempts" in evaluation.failure_reason
+    assert charged(evaluation) is False
+
+
+@pytest.mark.django_db
+def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample, fake_evaluator, monkeypatch,
+                                                          settings, django_capture_on_commit_callbacks):
+    """A hanging job is killed at the limit: failed with kind time_limit, still charged."""
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "hang")
+    settings.EVALUATION_TIME_LIMIT_SECONDS = 1
+    monkeypatch.setattr(pipeline, "STOP_GRACE_SECONDS", 1)
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
+    assert "longer than the limit" in evaluation.failure_reason
+    assert evaluation.task_results.count() == 1  # the task finished before the hang is kept
+    assert charged(evaluation) is True
+
+
+@pytest.mark.django_db
+def test_the_sandbox_time_limit_message_counts_as_time_limit(owner, imported_sample, fake_evaluator, monkeypatch,
+                                                             django_capture_on_commit_callbacks):
+    """When the evaluator's own sandbox stops the job for time, the failure says time limit."""
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "timeout-message")
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
+
+
+@pytest.mark.django_db
+def test_a_bundle_the_intake_rules_refuse_fails_as_the_bundles_fault(owner, imported_sample, fake_evaluator,
+                                                                     django_capture_on_commit_callbacks):
+    """A stored bundle that is no longer a zip fails with kind bundle and the intake's reason."""
+    evaluation = queued(owner)
+    with evaluation.submission.bundle.open("wb") as handle:
+        handle.write(b"not a zip at all")
+    evaluation = run(evaluation, django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "bundle")
+    assert "not a zip file" in evaluation.failure_reason
+
+
+@pytest.mark.django_db
+def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sample, fake_evaluator, monkeypatch,
+                                                             django_capture_on_commit_callbacks):
+    """The owner cancels mid-run: the worker's next heartbeat finds no claim and stops; nothing is scored."""
+    monkeypatch.setenv("FAKE_EVALUATOR_DELAY", "2")
+    beat = pipeline.Job.heartbeat
+
+    def cancel_then_beat(job):
+        if job.process is not None:
+            Evaluation.objects.filter(pk=job.evaluation.pk).update(status="cancelled")
+        return beat(job)
+
+    monkeypatch.setattr(pipeline.Job, "heartbeat", cancel_then_beat)
+    evaluation = queued(owner)
+    token = pipeline.claim(evaluation.pk, "n:1")
+    job = pipeline.Job(evaluation, token)
+    outcome = job.run()
+    job.cleanup()
+    assert outcome.status == "lost"
+    assert job.process.returncode is not None  # the evaluator was stopped
+    evaluation.refresh_from_db()
+    assert evaluation.status == "cancelled" and evaluation.final is None
+
+
+# --------------------------------------------------------------------------- the reaper
+
+
+@pytest.mark.django_db
+def test_the_reaper_requeues_a_running_evaluation_whose_worker_died(owner, fake_evaluator, settings,
+                                                                    django_capture_on_commit_callbacks):
+    """A stale heartbeat means a dead worker: the evaluation is queued again and a wake-up sent."""
+    old = timezone.now() - timedelta(seconds=settings.EVALUATION_STALE_SECONDS + 5)
+    dead = make_evaluation(make_submission(owner), status="running", heartbeat_at=old, attempts=1,
+                           claim_token="t", dispatched_at=timezone.now())
+    alive = make_evaluation(make_submission(owner), status="running", heartbeat_at=timezone.now(), attempts=1,
+                            claim_token="u", dispatched_at=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        counts = pipeline.reap()
+    dead.refresh_from_db()
+    alive.refresh_from_db()
+    assert counts["queued"] == 1 and dead.status == "queued" and dead.claim_token == ""
+    assert alive.status == "running"
+    assert fake_evaluator == [dead.pk]
+
+
+@pytest.mark.django_db
+def test_the_reaper_gives_up_after_the_last_attempt_without_charging(owner, fake_evaluator, settings,
+                                                                     django_capture_on_commit_callbacks):
+    """A worker died on the last allowed attempt: failed as infrastructure and refunded."""
+    old = timezone.now() - timedelta(seconds=settings.EVALUATION_STALE_SECONDS + 5)
+    evaluation = make_evaluation(make_submission(owner), status="running", heartbeat_at=old, claim_token="t",
+                                 attempts=settings.EVALUATION_MAX_ATTEMPTS)
+    with django_capture_on_commit_callbacks(execute=True):
+        pipeline.reap()
+    evaluation.refresh_from_db()
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "infrastructure")
+    evaluation.submission.refresh_from_db()
+    assert evaluation.submission.charged is False
+
+
+@pytest.mark.django_db
+def test_the_reaper_resends_wake_ups_nobody_picked_up(owner, fake_evaluator, settings):
+    """Queued evaluations never dispatched, or dispatched long ago, get a new wake-up."""
+    never = make_evaluation(make_submission(owner))
+    long_ago = make_evaluation(make_submission(owner), dispatched_at=timezone.now() - timedelta(days=1))
+    make_evaluation(make_submission(owner), dispatched_at=timezone.now())
+    assert pipeline.reap()["redispatched"] == 2
+    assert sorted(fake_evaluator) == sorted([never.pk, long_ago.pk])
+
+
+@pytest.mark.django_db
+def test_a_restarted_worker_node_requeues_what_it_was_running(owner, fake_evaluator,
+                                                              django_capture_on_commit_callbacks):
+    """At start a node re-queues its own orphans at once; other nodes' work is left alone."""
+    mine = make_evaluation(make_submission(owner), status="running", worker="w1@host:11", claim_token="a",
+                           heartbeat_at=timezone.now(), attempts=1)
+    theirs = make_evaluation(make_submission(owner), status="running", worker="w10@host:12", claim_token="b",
+                             heartbeat_at=timezone.now(), attempts=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert pipeline.reap_node("w1@host") == 1
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.status, theirs.status) == ("queued", "running")
+
+
+@pytest.mark.django_db
+def test_dispatch_survives_a_broker_that_refuses(owner, monkeypatch):
+    """A broker error leaves the evaluation queued and undispatched, for the reaper to resend."""
+    from leaderboard import tasks
+
+    def refuse(*args, **kwargs):
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr(tasks.evaluate, "apply_async", refuse)
+    evaluation = make_evaluation(make_submission(owner))
+    assert pipeline.dispatch(evaluation.pk) is False
+    evaluation.refresh_from_db()
+    assert evaluation.status == "queued" and evaluation.dispatched_at is None
+
+
+@pytest.mark.django_db
+def test_an_owner_less_submission_is_scheduled_like_any_user(fake_evaluator):
+    """Baseline rows (no owner) take part in fair ordering without errors."""
+    baseline = make_evaluation(make_submission(None, kind="baseline"))
+    other = make_evaluation(make_submission(make_user()))
+    assert set(pipeline.fair_queue()) == {baseline.pk, other.pk}
