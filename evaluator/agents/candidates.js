@@ -1,0 +1,246 @@
+// Collects every element an action could target, in one round trip.
+// Called by evaluator.agents.targeting as page.evaluate(source, options); returns plain data
+// and keeps the elements themselves in a hidden window property so Python can take a handle
+// to the chosen one afterwards (index into that list).
+(opts) => {
+  const INTERACTIVE_TAGS = new Set(["a", "button", "input", "select", "textarea", "summary", "label"]);
+  const INTERACTIVE_ROLES = new Set([
+    "button", "link", "checkbox", "radio", "tab", "menuitem", "menuitemcheckbox", "menuitemradio",
+    "option", "switch", "textbox", "searchbox", "combobox", "slider", "spinbutton", "treeitem",
+    "gridcell", "listbox",
+  ]);
+  const SKIP_TAGS = new Set(["html", "body", "head", "script", "style", "noscript", "template",
+    "option", "optgroup", "br", "meta", "link", "title"]);
+  const NON_TEXT_INPUTS = new Set(["button", "submit", "reset", "checkbox", "radio", "file", "hidden",
+    "image", "range", "color"]);
+  const LANDMARK_TAGS = new Set(["header", "nav", "footer", "aside", "main", "form", "dialog", "menu"]);
+  const CLICK_EVENTS = ["click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart", "dblclick"];
+  const vw = window.innerWidth, vh = window.innerHeight;
+  const maxText = opts.maxText || 400;
+  const clip = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, maxText);
+
+  const jq = window.jQuery || window.$;
+  const jqData = jq && typeof jq._data === "function" ? jq._data : null;
+  const jqDelegated = [];
+  if (jqData) {
+    for (const root of [document, document.body]) {
+      let events = null;
+      try { events = root && jqData(root, "events"); } catch (e) { events = null; }
+      for (const type of CLICK_EVENTS) {
+        for (const h of (events && events[type]) || []) if (h && h.selector) jqDelegated.push(h.selector);
+      }
+    }
+  }
+
+  function jqueryBound(el) {
+    if (!jqData) return false;
+    let events = null;
+    try { events = jqData(el, "events"); } catch (e) { return false; }
+    if (events && CLICK_EVENTS.some((t) => events[t] && events[t].length)) return true;
+    return jqDelegated.some((sel) => { try { return el.matches(sel); } catch (e) { return false; } });
+  }
+
+  function isEditable(el, tag) {
+    if (el.disabled || el.readOnly) return false;
+    if (tag === "textarea") return true;
+    if (tag === "input") return !NON_TEXT_INPUTS.has((el.type || "text").toLowerCase());
+    return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable);
+  }
+
+  function interactiveReasons(el, tag, style) {
+    const reasons = [];
+    if (INTERACTIVE_TAGS.has(tag)) reasons.push("tag");
+    if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) reasons.push("contenteditable");
+    const role = (el.getAttribute("role") || "").trim().toLowerCase();
+    if (INTERACTIVE_ROLES.has(role)) reasons.push("role");
+    const tabindex = el.getAttribute("tabindex");
+    if (tabindex !== null && parseInt(tabindex, 10) >= 0) reasons.push("tabindex");
+    if (el.classList && el.classList.contains("btn")) reasons.push("btn");
+    if (el.hasAttribute("onclick") || typeof el.onclick === "function") reasons.push("onclick");
+    const tracked = window.__iwrHasClickListener;
+    if (typeof tracked === "function" && tracked(el)) reasons.push("listener");
+    if (jqueryBound(el)) reasons.push("jquery");
+    if (style.cursor === "pointer") {
+      // cursor is inherited: only the outermost element of a pointer region counts
+      const parent = el.parentElement;
+      if (!parent || getComputedStyle(parent).cursor !== "pointer") reasons.push("pointer");
+    }
+    return reasons;
+  }
+
+  function effectivelyTransparent(el) {
+    if (typeof el.checkVisibility === "function") {
+      const visible = el.checkVisibility({
+        opacityProperty: true, visibilityProperty: true, checkOpacity: true, checkVisibilityCSS: true,
+      });
+      if (!visible) return true;
+    }
+    for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
+      const s = getComputedStyle(node);
+      if (parseFloat(s.opacity) === 0 || s.visibility === "hidden" || s.visibility === "collapse") return true;
+    }
+    return false;
+  }
+
+  // Clipped away by an ancestor: hidden for good (overflow hidden) or until scrolled (auto/scroll).
+  function clipState(el, rect) {
+    const cx = rect.left + rect.width / 2, cy = rect.top + rect.height / 2;
+    let fixed = false;
+    for (let node = el.parentElement; node && node !== document.body && node !== document.documentElement;
+         node = node.parentElement) {
+      const s = getComputedStyle(node);
+      if (s.position === "fixed") fixed = true;
+      if (s.overflowX === "visible" && s.overflowY === "visible") continue;
+      const r = node.getBoundingClientRect();
+      const outside = cx < r.left || cx > r.right || cy < r.top || cy > r.bottom;
+      if (!outside) continue;
+      const scrollable = /(auto|scroll)/.test(s.overflowX + " " + s.overflowY);
+      return scrollable ? "scroll" : "clipped";
+    }
+    if (getComputedStyle(el).position === "fixed") fixed = true;
+    return fixed ? "fixed" : "none";
+  }
+
+  function hitState(el, rect) {
+    const cx = rect.left + rect.width / 2, cy = rect.top + rect.height / 2;
+    if (cx < 0 || cy < 0 || cx >= vw || cy >= vh) return "offscreen";
+    const root = el.getRootNode && el.getRootNode().elementFromPoint ? el.getRootNode() : document;
+    const hit = root.elementFromPoint(cx, cy);
+    if (!hit) return "covered";
+    if (hit === el || el.contains(hit)) return "self";
+    const label = hit.closest && hit.closest("label");
+    if (label && label.control === el) return "label";
+    if (el.tagName === "LABEL" && el.control && (el.control === hit || el.control.contains(hit))) return "label";
+    return "covered";
+  }
+
+  function reachable(rect, clipped) {
+    if (clipped === "clipped") return false;
+    if (clipped === "fixed") return rect.right > 0 && rect.bottom > 0 && rect.left < vw && rect.top < vh;
+    const docW = Math.max(document.documentElement.scrollWidth, vw);
+    const docH = Math.max(document.documentElement.scrollHeight, vh);
+    const x = rect.left + window.scrollX + rect.width / 2, y = rect.top + window.scrollY + rect.height / 2;
+    return x >= 0 && y >= 0 && x <= docW && y <= docH;
+  }
+
+  function textOf(ids) {
+    return clip(ids.split(/\s+/).map((id) => {
+      const ref = id && document.getElementById(id);
+      return ref ? ref.innerText || ref.textContent : "";
+    }).join(" "));
+  }
+
+  function iconClasses(el) {
+    const out = [];
+    const nodes = el.querySelectorAll("i, svg, span, use, img");
+    for (let i = 0; i < nodes.length && out.length < 6; i++) {
+      const n = nodes[i];
+      const cls = n.getAttribute("class");
+      if (cls && !clip(n.textContent)) out.push(cls);
+      const href = n.getAttribute("href") || n.getAttribute("xlink:href");
+      if (n.tagName.toLowerCase() === "use" && href) out.push(href);
+      const icon = n.getAttribute("data-icon");
+      if (icon) out.push(icon);
+    }
+    return out;
+  }
+
+  function imageTexts(el, tag) {
+    const alts = [], titles = [];
+    const imgs = tag === "img" ? [el] : Array.from(el.querySelectorAll("img, [role=img], svg")).slice(0, 6);
+    for (const img of imgs) {
+      const alt = img.getAttribute("alt") || img.getAttribute("aria-label");
+      if (alt) alts.push(alt);
+      const t = img.querySelector && img.querySelector("title");
+      if (t && t.textContent) titles.push(t.textContent);
+    }
+    return {alt: clip(alts.join(" ")), svgTitle: clip(titles.join(" ")), images: imgs.length};
+  }
+
+  function context(el) {
+    const out = [];
+    for (let node = el.parentElement; node && node !== document.body && out.length < 12; node = node.parentElement) {
+      const tag = node.tagName.toLowerCase();
+      if (LANDMARK_TAGS.has(tag)) out.push(tag);
+      const role = node.getAttribute("role");
+      if (role) out.push(role);
+      if (node.id) out.push(node.id);
+      const cls = node.getAttribute("class");
+      if (cls) out.push(cls);
+    }
+    return out;
+  }
+
+  // Text of the nearest enclosing block that says more than the element ("Pear ... Add"):
+  // lets "the Add button for the Pear" tell look-alike buttons apart.
+  function containerText(el, ownLength) {
+    let node = el.parentElement;
+    for (let depth = 0; node && node !== document.body && depth < 5; depth++, node = node.parentElement) {
+      const text = (node.innerText || "").replace(/\s+/g, " ").trim();
+      if (text.length > 600) return "";
+      if (text.length > ownLength + 2) return text.slice(0, 300);
+    }
+    return "";
+  }
+
+  function describe(el, tag, style, rect, reasons, hit, clipped, order) {
+    const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
+    const img = imageTexts(el, tag);
+    const type = (el.getAttribute("type") || "").toLowerCase();
+    const buttonValue = tag === "input" && /^(button|submit|reset)$/.test(type) ? el.value : "";
+    const fullText = (el.innerText || "").replace(/\s+/g, " ").trim();
+    return {
+      order, tag, type,
+      role: (el.getAttribute("role") || "").trim().toLowerCase(),
+      aria_label: clip(el.getAttribute("aria-label")),
+      labelledby: el.hasAttribute("aria-labelledby") ? textOf(el.getAttribute("aria-labelledby")) : "",
+      label: clip(labels),
+      text: fullText.slice(0, maxText),
+      text_len: fullText.length,
+      alt: img.alt, svg_title: img.svgTitle, images: img.images,
+      title: clip(el.getAttribute("title")),
+      placeholder: clip(el.getAttribute("placeholder")),
+      value: clip(buttonValue),
+      id: el.id || "", cls: el.getAttribute("class") || "", name: el.getAttribute("name") || "",
+      href: el.getAttribute("href") || "", src: el.getAttribute("src") || "",
+      icons: iconClasses(el), context: context(el), container: containerText(el, fullText.length),
+      box: [rect.left, rect.top, rect.width, rect.height],
+      in_viewport: hit === "self" || hit === "label", hit, clipped,
+      reasons, editable: isEditable(el, tag), disabled: !!el.disabled || el.getAttribute("aria-disabled") === "true",
+      fixed: clipped === "fixed", cursor: style.cursor, focused: el === document.activeElement,
+    };
+  }
+
+  const elements = [];
+  const out = [];
+  let scanned = 0;
+  const all = document.querySelectorAll("*");
+  for (let order = 0; order < all.length; order++) {
+    const el = all[order];
+    const tag = el.tagName.toLowerCase();
+    if (SKIP_TAGS.has(tag)) continue;
+    scanned++;
+    const rect = el.getBoundingClientRect();
+    if (!(rect.width > 0 && rect.height > 0)) continue;
+    const style = getComputedStyle(el);
+    const reasons = interactiveReasons(el, tag, style);
+    if (!reasons.length) continue;
+    if (opts.editableOnly && !isEditable(el, tag)) continue;
+    if (effectivelyTransparent(el)) continue;
+    const clipped = clipState(el, rect);
+    if (clipped === "clipped") continue;
+    // inside a scroll container but scrolled out of its view: reachable once scrolled there
+    const hit = clipped === "scroll" ? "scroll" : hitState(el, rect);
+    if (hit === "covered") continue;
+    if (hit === "offscreen" && !reachable(rect, clipped)) continue;
+    out.push(describe(el, tag, style, rect, reasons, hit, clipped, order));
+    elements.push(el);
+    if (out.length >= (opts.maxCandidates || 3000)) break;
+  }
+  Object.defineProperty(window, "__iwrTargets", {value: elements, configurable: true, writable: true, enumerable: false});
+  return {
+    candidates: out, scanned,
+    viewport: [vw, vh], scroll: [window.scrollX, window.scrollY],
+    document: [document.documentElement.scrollWidth, document.documentElement.scrollHeight],
+  };
+}

@@ -1,0 +1,294 @@
+"""Reading an action description: quoted labels, role nouns, position words, content words.
+
+"Click the second 'Add' button in the footer" ->
+quotes ["Add"], roles {"button"}, regions ["footer"], ordinal 2, labels [["add"]], content ["add"].
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from evaluator.agents.words import STOPWORDS, quote_spans
+
+# Role nouns -> role category. Two-word nouns are read first; "keep" words stay content words.
+ROLE_WORDS = {
+    "button": "button", "buttons": "button", "btn": "button",
+    "link": "link", "links": "link", "hyperlink": "link",
+    "tab": "tab", "tabs": "tab",
+    "icon": "icon", "icons": "icon",
+    "field": "textbox", "fields": "textbox", "box": "textbox", "input": "textbox", "textbox": "textbox",
+    "textfield": "textbox", "searchbox": "textbox", "searchbar": "textbox", "textarea": "textbox",
+    "checkbox": "checkbox", "checkboxes": "checkbox", "radio": "radio",
+    "dropdown": "combobox", "combobox": "combobox",
+    "menu": "menu", "option": "option", "options": "option",
+    "card": "card", "cards": "card", "tile": "card", "tiles": "card",
+    "item": "item", "items": "item", "entry": "item", "row": "item",
+    "image": "image", "images": "image", "picture": "image", "photo": "image", "thumbnail": "image",
+    "logo": "image", "avatar": "image", "img": "image",
+    "arrow": "arrow", "arrows": "arrow", "chevron": "arrow",
+    "toggle": "switch", "switch": "switch", "slider": "slider",
+}
+ROLE_PAIRS = {
+    ("menu", "item"): ("menuitem", []),
+    ("check", "box"): ("checkbox", []),
+    ("radio", "button"): ("radio", []),
+    ("text", "box"): ("textbox", []),
+    ("text", "field"): ("textbox", []),
+    ("text", "area"): ("textbox", []),
+    ("input", "box"): ("textbox", []),
+    ("input", "field"): ("textbox", []),
+    ("search", "bar"): ("textbox", ["search"]),
+    ("search", "box"): ("textbox", ["search"]),
+    ("search", "field"): ("textbox", ["search"]),
+    ("search", "input"): ("textbox", ["search"]),
+    ("drop", "down"): ("combobox", []),
+    ("combo", "box"): ("combobox", []),
+    ("nav", "link"): ("link", []),
+}
+REGION_WORDS = {
+    "top": "top", "upper": "top", "bottom": "bottom", "lower": "bottom",
+    "left": "left", "leftmost": "left", "right": "right", "rightmost": "right",
+    "middle": "middle", "center": "middle", "centre": "middle", "central": "middle",
+    "header": "header", "navigation": "nav", "nav": "nav", "navbar": "nav", "menubar": "nav",
+    "footer": "footer", "sidebar": "sidebar",
+}
+ORDINALS = {
+    "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+    "fifth": 5, "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8,
+    "ninth": 9, "9th": 9, "tenth": 10, "10th": 10, "last": -1, "final": -1,
+}
+# Verbs and filler of instructions ("click on the ... located in the ...") that name nothing.
+ACTION_WORDS = frozenset(
+    """click clicks clicked clicking tap taps tapped press presses pressed pressing hit select selects
+    selected choose chooses pick picks type types typed typing enter enters entered write fill fills
+    go navigate scroll scrolls hover located positioned placed displayed shown found appears beside
+    labeled labelled named titled called saying says reading marked text element elements page
+    side corner section area part screen website site want wants order please replace""".split()
+)
+# How an element looks, not what it says: matched against class names only (rounded-circle).
+APPEARANCE_WORDS = frozenset(
+    """round rounded circular circle square small little tiny big large huge vertical horizontal blue red
+    green yellow orange purple pink grey gray black white dark light bold coloured colored floating
+    sticky""".split()
+)
+NAMING_ROLE_WORDS = frozenset("logo avatar thumbnail photo picture image menu dropdown checkbox".split())
+LABEL_MARKERS = frozenset("labeled labelled named titled called saying says reading marked text".split())
+# Words that start a phrase locating the target by something else ("... to the left of 'Buy milk'").
+RELATIONAL = frozenset("of beside near below above under beneath inside within in on for at from behind".split())
+TOKEN_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[.,;:!?]")
+# "Click Age to sort the table": after "to", these verbs say why, not what.
+PURPOSE_VERBS = frozenset(
+    """sort open close add remove view see go show hide expand collapse submit save select toggle navigate
+    start play continue confirm cancel search filter reveal display load access return move slide switch
+    change edit delete create log sign check complete mark clear reset enable disable subscribe download
+    upload share send buy purchase learn read visit scroll zoom increase decrease put get make find""".split()
+)
+DETERMINERS = frozenset("the a an this that its their your".split())
+
+
+@dataclass
+class Description:
+    """What a description names: see the module docstring."""
+
+    text: str
+    quotes: list[str] = field(default_factory=list)
+    roles: set[str] = field(default_factory=set)
+    regions: list[str] = field(default_factory=list)
+    ordinal: int | None = None
+    labels: list[list[str]] = field(default_factory=list)
+    content: list[str] = field(default_factory=list)
+    role_words: list[str] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # quoted or named things the target is next to / in
+    appearance: list[str] = field(default_factory=list)
+
+    @property
+    def has_text_cue(self) -> bool:
+        return bool(self.quotes or self.content or self.labels)
+
+    def to_dict(self) -> dict:
+        return {"quotes": self.quotes, "roles": sorted(self.roles), "regions": self.regions,
+                "ordinal": self.ordinal, "labels": self.labels, "content": self.content,
+                "anchors": self.anchors, "appearance": self.appearance}
+
+
+@dataclass
+class _Token:
+    word: str        # lower case (a quote keeps its text)
+    capital: bool    # written with a capital (and not the sentence's first word)
+    kind: str = "content"  # content | stop | action | role | region | ordinal | appearance | quote | break
+    phase: str = "target"  # target | anchor (locates the target) | purpose ("to add it to the cart")
+    role: str | None = None
+
+
+def parse_description(text: str | None, typed: str | None = None) -> Description:
+    """Split a description into the cues targeting scores against.
+
+    ``typed`` is a Type action's text: quoted, it is what goes into the field, not its label.
+    """
+    text = unicodedata.normalize("NFKC", text or "")
+    desc = Description(text=text)
+    tokens = _tokens(text)
+    skip = " ".join((typed or "").split()).lower()
+    tokens = [t for t in tokens if not (skip and t.kind == "quote" and " ".join(t.word.split()).lower() == skip)]
+    _classify(tokens)
+    _phases(tokens)
+    _collect(tokens, desc)
+    if not desc.content and not desc.quotes:
+        # "Click the logo": a role noun that names a thing is also its label; "the round toggle
+        # button" names none (matching "button" to a "Buttons" link would mislead)
+        desc.content = _dedupe(w for w in desc.role_words if w in NAMING_ROLE_WORDS)
+    return desc
+
+
+def _tokens(text: str) -> list[_Token]:
+    out: list[_Token] = []
+    cursor = 0
+    for start, end, inner in quote_spans(text):
+        out += _word_tokens(text[cursor:start], first=not out)
+        out.append(_Token(inner, capital=False, kind="quote"))
+        cursor = end
+    return out + _word_tokens(text[cursor:], first=not out)
+
+
+def _word_tokens(text: str, first: bool) -> list[_Token]:
+    out = []
+    for match in TOKEN_RE.finditer(text):
+        raw = match.group(0).replace("’", "'")
+        if not raw[0].isalnum():
+            out.append(_Token(raw, capital=False, kind="break"))
+            continue
+        word = raw.lower()
+        word = word[:-2] if word.endswith("'s") else word
+        out.append(_Token(word, capital=not (first and not out) and raw[:1].isupper()))
+    return out
+
+
+def _classify(tokens: list[_Token]) -> None:
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.kind in ("quote", "break"):
+            i += 1
+            continue
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        pair = (token.word, after.word) if after is not None and after.kind == "content" else None
+        if pair in ROLE_PAIRS:
+            role, keep = ROLE_PAIRS[pair]
+            for t in (token, after):
+                t.kind, t.role = ("content", None) if t.word in keep else ("role", role)
+            i += 2
+            continue
+        token.kind = _kind(token)
+        i += 1
+
+
+def _kind(token: _Token) -> str:
+    word, capital = token.word, token.capital
+    if word in ROLE_WORDS and not capital:
+        token.role = ROLE_WORDS[word]
+        return "role"
+    if word in REGION_WORDS and not capital:
+        return "region"
+    if word in ORDINALS and not capital:
+        return "ordinal"
+    if word in STOPWORDS and not (capital and len(word) > 1):
+        return "stop"  # a capitalised "More" or "About" is a label, not filler
+    if word in ACTION_WORDS and not capital:
+        return "action"
+    if word in APPEARANCE_WORDS and not capital:
+        return "appearance"
+    return "content"
+
+
+def _phases(tokens: list[_Token]) -> None:
+    """Mark anchor phrases ("in the 'Dropdown' card") and purpose phrases ("to collapse it").
+
+    Both start only once the target's head (a role noun or a quoted label) has been read, so
+    "the Add to cart button" and "the Terms of Service link" stay whole.
+    """
+    phase, headed = "target", False
+    for i, token in enumerate(tokens):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.kind == "break":
+            phase = "target"
+        elif phase != "purpose" and _starts_purpose(token, nxt, headed):
+            phase = "purpose"
+        elif headed and phase == "target" and (token.word in RELATIONAL or _is_next_to(token, nxt)):
+            phase = "anchor"
+        token.phase = phase
+        if token.kind in ("role", "quote"):
+            headed = True
+
+
+def _starts_purpose(token: _Token, nxt: _Token | None, headed: bool) -> bool:
+    if nxt is None:
+        return False
+    if token.word == "to" and (nxt.word in PURPOSE_VERBS or headed and nxt.word not in DETERMINERS
+                               and nxt.kind not in ("region", "quote")):
+        return True
+    return headed and (token.word == "in" and nxt.word == "order" or token.word == "so" and nxt.word == "that")
+
+
+def _is_next_to(token: _Token, nxt: _Token | None) -> bool:
+    return token.word == "next" and nxt is not None and nxt.word == "to"
+
+
+def _collect(tokens: list[_Token], desc: Description) -> None:
+    for token in tokens:
+        if token.phase == "purpose":
+            continue
+        target = token.phase == "target"
+        if token.kind == "quote":
+            (desc.quotes if target else desc.anchors).append(token.word)
+        elif token.kind == "content":
+            (desc.content if target else desc.anchors).append(token.word)
+        elif token.kind == "role" and target:
+            desc.roles.add(token.role)
+            desc.role_words.append(token.word)
+        elif token.kind == "region":
+            desc.regions.append(REGION_WORDS[token.word])
+        elif token.kind == "ordinal":
+            desc.ordinal = ORDINALS[token.word]
+        elif token.kind == "appearance":
+            desc.appearance.append(token.word)
+    desc.content = _dedupe(desc.content)
+    desc.anchors = _dedupe(desc.anchors)
+    desc.labels = _label_phrases([t for t in tokens if t.phase == "target"])
+
+
+def _label_phrases(tokens: list[_Token]) -> list[list[str]]:
+    """Words right before a role noun ("the Add to cart button") or after "labeled"/"named"."""
+    phrases = []
+    for i, token in enumerate(tokens):
+        if token.kind == "role":
+            phrase = _walk(tokens, range(i - 1, -1, -1))[::-1]
+        elif token.word in LABEL_MARKERS:
+            phrase = _walk(tokens, range(i + 1, len(tokens)))
+        else:
+            continue
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    return phrases
+
+
+def _walk(tokens: list[_Token], indices, limit: int = 4) -> list[str]:
+    """Content words along ``indices``, across "to"/"of"/"and" ("add to cart"), up to ``limit``."""
+    words: list[str] = []
+    for j in indices:
+        t = tokens[j]
+        if t.kind == "content":
+            words.append(t.word)
+        elif not (t.kind == "stop" and words and t.word in {"to", "of", "and", "&"}):
+            break
+        if len(words) >= limit:
+            break
+    return words
+
+
+def _dedupe(items) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)

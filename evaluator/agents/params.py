@@ -1,0 +1,115 @@
+"""Thresholds and weights of deterministic targeting and assertion judging.
+
+The defaults here are the values of protocol ``iwr-det`` version 1; the protocol's params
+dict (``evaluator.protocols``, sections "targeting" and "assertion") is the place that
+versions them. ``from_dict`` accepts the whole params dict, just the section, a value that
+is already a params object, or None (defaults). A section value may be plain data or
+``{"value": ..., "reason": "..."}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+class ParamsError(ValueError):
+    """A params section names an unknown key or holds a value of the wrong kind."""
+
+
+def _section(data: Any, name: str) -> dict:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{name} params must be a dict, not {type(data).__name__}")
+    inner = data.get(name, data)
+    if not isinstance(inner, dict):
+        raise ParamsError(f"params section {name!r} must be a dict")
+    return {key: value["value"] if isinstance(value, dict) and "value" in value else value
+            for key, value in inner.items()}
+
+
+def _build(cls, data: Any, name: str):
+    if isinstance(data, cls):
+        return data
+    values = _section(data, name)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ParamsError(f"unknown {name} parameter(s): {', '.join(unknown)}")
+    clean = {}
+    for key, value in values.items():
+        clean[key] = _coerce(name, key, getattr(cls, key), value)
+    return cls(**clean)
+
+
+def _coerce(section: str, key: str, default: Any, value: Any) -> Any:
+    kind = type(default)
+    ok = isinstance(value, bool) if kind is bool else isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        raise ParamsError(f"{section}.{key} must be a {kind.__name__}, got {value!r}")
+    return kind(value)
+
+
+@dataclass(frozen=True)
+class TargetingParams:
+    """How an action description is matched to an element, and how actions are carried out."""
+
+    # weights of the four feature scores (judge-design: 0.50 text, 0.15 attributes, 0.20 role, 0.15 position)
+    w_text: float = 0.50
+    w_attributes: float = 0.15
+    w_role: float = 0.20
+    w_position: float = 0.15
+    # below this combined score the element is "not found" and the step fails
+    accept_threshold: float = 0.45
+    # runner-up within this margin of the best: recorded as ambiguous
+    ambiguity_margin: float = 0.05
+    # two words count as the same word from this rapidfuzz ratio (plurals, small typos)
+    token_match: float = 0.85
+    # disabled elements stay candidates but lose to an enabled equal
+    disabled_penalty: float = 0.10
+    # Type: a field that already has focus (the previous step clicked it) is the natural target
+    type_focus_bonus: float = 0.10
+    # Type: with no field above the threshold, use the only editable field there is
+    type_single_field_fallback: bool = True
+    # ordinal words ("second") pick among candidates whose text score is within this of the best
+    ordinal_text_margin: float = 0.05
+    max_candidates: int = 3000
+    click_timeout_ms: int = 2000
+    type_timeout_ms: int = 5000
+    # Scroll succeeds when the page (or its main scroller) moved more than this many pixels
+    scroll_min_px: float = 5.0
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TargetingParams:
+        return _build(cls, data, "targeting")
+
+
+@dataclass(frozen=True)
+class AssertionParams:
+    """When an action counts as having changed the page and done what its assertion says."""
+
+    # fraction of pixels that must differ (compared at diff_scale) for "the page changed"
+    pixel_change_fraction: float = 0.002
+    # a pixel differs when any channel moved more than this (0-255): ignores anti-aliasing noise
+    pixel_tolerance: int = 24
+    diff_scale: float = 0.5
+    # scroll offsets closer than this (px) count as unchanged
+    scroll_epsilon: float = 5.0
+    # a DOM mutation without any visible or text change still counts as a change
+    dom_mutation_counts: bool = True
+    # share of the assertion's checkable phrases that must hold
+    phrase_fraction: float = 0.5
+    # fuzzy phrase match (rapidfuzz partial ratio, 0-100) for phrases of at least min_fuzzy_len chars
+    fuzzy_phrase: float = 90.0
+    min_fuzzy_len: int = 5
+    # the generated page's word delta agrees with the reference's at this F1
+    delta_f1: float = 0.4
+    # OCR the generated screenshots when phrases are missing and the page draws on a canvas
+    ocr_fallback: bool = True
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AssertionParams:
+        return _build(cls, data, "assertion")
+

@@ -1,0 +1,382 @@
+"""Scoring collected candidates against a parsed description (pure Python, no browser).
+
+score = w_text * text + w_attributes * attributes + w_role * role + w_position * position
+(judge-design "Finding the element an action describes"); each part is in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from rapidfuzz import fuzz
+
+from evaluator.agents.description import Description
+from evaluator.agents.params import TargetingParams
+from evaluator.agents.words import best_token_match, canonical, content_words, normalize, split_identifier, token_f1
+
+# Class-name fragments of icon fonts and CSS frameworks that say nothing about the element.
+NOISE_TOKENS = frozenset(
+    """fa fas far fab fal fad fw sm lg xs xl bi mdi material icons glyphicon ion la svg i el com www http
+    https html htm php js css png jpg jpeg gif webp index assets asset placeholder base dir flex items
+    center justify between around start end text font medium semibold bold px py mx my mt mb ml mr pt pb pl pr
+    w h bg border shadow hover focus grid col cols row gap space inline block relative absolute fixed z
+    overflow cursor pointer transition duration ease opacity container wrapper inner outer d md none auto
+    full screen""".split()
+)
+NAMELESS_DISCOUNT = 0.8
+NAMED_ATTRIBUTE_DISCOUNT = 0.5
+# Role categories that can stand in for one another when a page uses generic clickables.
+CLICKABLE = frozenset("button link tab menuitem option item card icon arrow image switch generic label menu".split())
+FIELDS = frozenset("textbox combobox".split())
+CHECKS = frozenset("checkbox radio switch".split())
+# A described role is satisfied exactly by any of these candidate roles.
+SATISFIES = {
+    "button": {"button"}, "link": {"link"}, "tab": {"tab"},
+    "icon": {"icon", "image"}, "image": {"image", "icon"}, "arrow": {"arrow", "icon"},
+    "textbox": {"textbox"}, "checkbox": {"checkbox"}, "radio": {"radio"}, "combobox": {"combobox"},
+    "menu": {"menu", "menuitem", "button", "combobox"}, "menuitem": {"menuitem", "link", "option"},
+    "option": {"option", "menuitem", "radio"}, "card": {"card", "item"}, "item": {"item", "card", "option", "menuitem"},
+    "switch": {"switch", "checkbox"}, "slider": {"slider"},
+}
+CLASS_ROLES = {
+    "btn": "button", "button": "button", "tab": "tab", "tabs": "tab", "card": "card", "link": "link",
+    "icon": "icon", "menu": "menuitem", "nav": "menuitem", "dropdown": "combobox", "toggle": "switch",
+    "switch": "switch", "item": "item", "arrow": "arrow", "chevron": "arrow", "caret": "arrow", "next": "arrow",
+    "prev": "arrow", "logo": "image", "thumb": "image", "thumbnail": "image", "checkbox": "checkbox",
+    "check": "checkbox", "radio": "radio", "tile": "card", "product": "card", "slider": "slider",
+}
+INPUT_ROLES = {"submit": "button", "button": "button", "reset": "button", "image": "button",
+               "checkbox": "checkbox", "radio": "radio", "range": "slider"}
+ARIA_ROLES = {"searchbox": "textbox", "spinbutton": "textbox", "menuitemcheckbox": "menuitem",
+              "menuitemradio": "menuitem", "treeitem": "item", "gridcell": "item", "listitem": "item",
+              "img": "image", "listbox": "combobox"}
+REGION_TOKENS = {
+    "header": {"header", "banner", "masthead", "topbar", "top", "navbar"},
+    "nav": {"nav", "navigation", "navbar", "menubar", "menu", "topnav"},
+    "footer": {"footer", "contentinfo", "bottom"},
+    "sidebar": {"aside", "sidebar", "complementary", "side", "sidenav", "drawer"},
+}
+
+
+@dataclass
+class Scored:
+    """One candidate with its feature scores."""
+
+    index: int
+    cand: dict
+    parts: dict = field(default_factory=dict)
+    score: float = 0.0
+
+    @property
+    def area(self) -> float:
+        box = self.cand["box"]
+        return box[2] * box[3]
+
+    def summary(self) -> dict:
+        c = self.cand
+        text = c.get("aria_label") or c.get("labelledby") or c.get("label") or c.get("text") or c.get("alt") \
+            or c.get("title") or c.get("placeholder") or c.get("value") or ""
+        return {"index": self.index, "tag": c["tag"], "text": text[:120], "id": c.get("id", ""),
+                "box": [round(v, 1) for v in c["box"]], "score": round(self.score, 4),
+                "parts": {k: round(v, 4) for k, v in self.parts.items()}}
+
+
+# --------------------------------------------------------------------------- features
+
+
+def name_fields(cand: dict) -> list[str]:
+    """Every string that can name the candidate (accessible name sources and inner text)."""
+    keys = ("aria_label", "labelledby", "label", "text", "alt", "svg_title", "title", "placeholder", "value")
+    return [cand[k] for k in keys if cand.get(k)]
+
+
+def attribute_tokens(cand: dict) -> set[str]:
+    """Tokens of id, class, name, type, href/src basename and icon class names."""
+    raw = [cand.get("id"), cand.get("cls"), cand.get("name"), cand.get("type"), *cand.get("icons", [])]
+    for url in (cand.get("href"), cand.get("src")):
+        if url and not url.startswith(("javascript:", "data:")):
+            path, _, fragment = url.partition("#")
+            raw += [PurePosixPath(path.split("?")[0]).stem, fragment]
+    tokens = set()
+    for value in raw:
+        tokens.update(t for t in split_identifier(value) if len(t) > 1 and t not in NOISE_TOKENS)
+    return tokens
+
+
+def candidate_roles(cand: dict) -> set[str]:
+    """Role categories the candidate can play (implicit ARIA role, explicit role, class hints)."""
+    tag, explicit = cand["tag"], cand.get("role", "")
+    roles = set()
+    if explicit:
+        roles.add(ARIA_ROLES.get(explicit, explicit))
+    roles |= _tag_roles(cand, tag)
+    for token in split_identifier(cand.get("cls")):
+        if token in CLASS_ROLES:
+            roles.add(CLASS_ROLES[token])
+    if cand.get("images"):
+        roles.add("image" if len(cand.get("text", "")) > 2 else "icon")
+    if cand.get("icons") and len(cand.get("text", "")) <= 2:
+        roles.add("icon")
+    if not roles:
+        roles.add("generic")
+    return roles
+
+
+def _tag_roles(cand: dict, tag: str) -> set[str]:
+    if tag == "a":
+        return {"link"}
+    if tag in ("button", "summary"):
+        return {"button"}
+    if tag == "input":
+        return {INPUT_ROLES.get(cand.get("type") or "text", "textbox")}
+    if tag == "select":
+        return {"combobox"}
+    if tag == "textarea" or "contenteditable" in cand.get("reasons", []):
+        return {"textbox"}
+    if tag == "img":
+        return {"image"}
+    if tag == "label":
+        return {"label"}
+    if tag == "li":
+        return {"item"}
+    return set()
+
+
+# --------------------------------------------------------------------------- part scores
+
+
+def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
+    """Best match of the description's quotes, label phrases or content words to a name field.
+
+    Attribute tokens ("sidebarToggle", "fa-bell") also count as a name, at a discount: fully for
+    an element whose own name is empty or a badge ("3+"), which a model shown the page would
+    read by its icon, less for a named element.
+    """
+    fields = name_fields(cand)
+    best = 0.0
+    for value in fields:
+        norm = normalize(value)
+        value_words = content_words(value)
+        for q in desc.quotes:
+            best = max(best, quote_match(normalize(q), norm))
+        for label in desc.labels:
+            best = max(best, phrase_match(label, value_words, norm, params))
+        if desc.content:
+            best = max(best, phrase_match(desc.content, value_words, norm, params))
+        if best >= 1.0:
+            return 1.0
+    iconic = max((len(v.strip()) for v in fields), default=0) <= 3
+    discount = NAMELESS_DISCOUNT if iconic else NAMED_ATTRIBUTE_DISCOUNT
+    return max(best, discount * _attribute_text_score(desc, attribute_tokens(cand), params))
+
+
+def _attribute_text_score(desc: Description, tokens: set[str], params: TargetingParams) -> float:
+    """Share of a phrase's words found among the attribute tokens (synonyms folded), best phrase."""
+    if not tokens:
+        return 0.0
+    pool = {canonical(t) for t in tokens}
+    phrases = [content_words(q) for q in desc.quotes] + desc.labels + ([desc.content] if desc.content else [])
+    best = 0.0
+    for phrase in phrases:
+        wanted = {canonical(w) for w in phrase if len(w) > 1}
+        if wanted:
+            best = max(best, sum(best_token_match(w, pool, params.token_match) for w in wanted) / len(wanted))
+    return best
+
+
+def quote_match(quote: str, name: str) -> float:
+    """1 for an exact name; high when the quote is a whole-word part of a short name; else fuzzy.
+
+    A quote longer than the name is compared word by word: "Mark all as complete" must not
+    match a "Completed" link just because that word occurs in it.
+    """
+    quote, name = quote.strip(" .,:;!?"), name.strip(" .,:;!?")
+    if not quote or not name:
+        return 0.0
+    if quote == name:
+        return 1.0
+    coverage = min(len(quote), len(name)) / max(len(quote), len(name))
+    if _whole_word_in(quote, name):
+        return 0.6 + 0.4 * math.sqrt(coverage)
+    ratio = fuzz.ratio(quote, name) / 100.0
+    if len(quote) > len(name):
+        return 0.9 * max(ratio, token_f1(content_words(quote), content_words(name)))
+    partial = fuzz.partial_ratio(quote, name) / 100.0 * (0.6 + 0.4 * math.sqrt(coverage)) if len(quote) >= 3 else 0
+    return 0.9 * max(ratio, partial)
+
+
+def phrase_match(phrase: list[str], value_words: list[str], norm: str, params: TargetingParams) -> float:
+    """Soft token F1 between description words and a name, or a fuzzy partial string match."""
+    if not phrase or not value_words:
+        return 0.0
+    f1 = token_f1(phrase, value_words, params.token_match)
+    joined = " ".join(phrase)
+    if len(joined) < 3 or len(norm) < 3:
+        return f1
+    coverage = min(len(joined), len(norm)) / max(len(joined), len(norm))
+    partial = fuzz.partial_ratio(joined, norm) / 100.0 * (0.6 + 0.4 * math.sqrt(coverage))
+    return max(f1, 0.9 * partial if partial >= 0.8 else 0.0)
+
+
+def _whole_word_in(quote: str, name: str) -> bool:
+    start = name.find(quote)
+    while start >= 0:
+        end = start + len(quote)
+        before_ok = start == 0 or not name[start - 1].isalnum()
+        after_ok = end == len(name) or not name[end].isalnum()
+        if before_ok and after_ok:
+            return True
+        start = name.find(quote, start + 1)
+    return False
+
+
+def attribute_score(desc: Description, tokens: set[str], params: TargetingParams) -> float:
+    """Share of the description's words (up to two) found among the attribute tokens, synonyms folded."""
+    wanted = set(desc.content) | set(desc.role_words) | set(desc.appearance)
+    for q in desc.quotes:
+        wanted |= set(content_words(q))
+    wanted = {canonical(w) for w in wanted if len(w) > 1}
+    if not wanted or not tokens:
+        return 0.0
+    pool = {canonical(t) for t in tokens}
+    matched = sum(best_token_match(w, pool, params.token_match) for w in wanted)
+    return min(1.0, matched / min(len(wanted), 2))
+
+
+def role_score(desc: Description, roles: set[str]) -> float:
+    """1 when a described role is played exactly, 0.7 by a stand-in of the same family, 0 otherwise."""
+    if not desc.roles:
+        return 0.5
+    best = 0.0
+    for wanted in desc.roles:
+        if roles & SATISFIES.get(wanted, {wanted}):
+            return 1.0
+        for family in (CLICKABLE, FIELDS, CHECKS):
+            if wanted in family and roles & family:
+                best = max(best, 0.7)
+    return best
+
+
+def region_score(region: str, cand: dict, geometry: dict) -> float:
+    """How well the candidate sits in a named region: landmark ancestors first, else geometry."""
+    nx, ny, ny_doc = geometry["nx"], geometry["ny"], geometry["ny_doc"]
+    if region in REGION_TOKENS:
+        context = set()
+        for value in cand.get("context", []):
+            context.update(split_identifier(value))
+        if context & REGION_TOKENS[region]:
+            return 1.0
+        fallback = {"header": 1 - min(1.0, ny * 4), "nav": 1 - min(1.0, ny * 4),
+                    "footer": max(0.0, (ny_doc - 0.8) * 5), "sidebar": 1 - min(1.0, 2 * min(nx, 1 - nx) * 4)}
+        return 0.6 * max(0.0, fallback[region])
+    return {"top": 1 - ny, "bottom": max(ny, ny_doc), "left": 1 - nx, "right": nx,
+            "middle": 1 - abs(nx - 0.5) - abs(ny - 0.5)}[region]
+
+
+def geometry_of(cand: dict, page: dict) -> dict:
+    """Candidate centre as fractions of the viewport (clipped) and of the document height."""
+    x, y, w, h = cand["box"]
+    vw, vh = page["viewport"]
+    doc_h = max(page["document"][1], vh, 1)
+    cx, cy = x + w / 2, y + h / 2
+    clip = lambda v: min(1.0, max(0.0, v))  # noqa: E731
+    return {"nx": clip(cx / max(vw, 1)), "ny": clip(cy / max(vh, 1)),
+            "ny_doc": clip((cy + page["scroll"][1]) / doc_h), "cx": cx + page["scroll"][0],
+            "cy": cy + page["scroll"][1]}
+
+
+# --------------------------------------------------------------------------- all together
+
+
+def score_candidates(desc: Description, page: dict, params: TargetingParams, focus_bonus: bool = False) -> list[Scored]:
+    """Every candidate scored, best first (ties: smaller area, then document order)."""
+    scored = [_score_one(desc, i, cand, page, params, focus_bonus) for i, cand in enumerate(page["candidates"])]
+    if desc.ordinal is not None:
+        _apply_ordinal(desc, scored, params)
+    for s in scored:
+        s.score = _combine(s.parts, params) - (params.disabled_penalty if s.cand.get("disabled") else 0.0)
+        if focus_bonus and s.cand.get("focused") and not desc.has_text_cue:
+            s.score += params.type_focus_bonus
+    return sorted(scored, key=lambda s: (-round(s.score, 6), s.area, s.cand["order"]))
+
+
+def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
+    geometry = geometry_of(cand, page)
+    cand["_geometry"] = geometry
+    parts = {
+        "text": text_score(desc, cand, params) if desc.has_text_cue else 0.5,
+        "attributes": attribute_score(desc, attribute_tokens(cand), params),
+        "role": role_score(desc, candidate_roles(cand)),
+        "position": position_score(desc, cand, geometry, params),
+    }
+    return Scored(index, cand, parts)
+
+
+def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams) -> float:
+    """Mean of the region cues, plus the enclosing block's text when it names what the element does not."""
+    cues = [region_score(r, cand, geometry) for r in desc.regions]
+    context = context_score(desc, cand, params)
+    if context is not None:
+        cues.append(context)
+    return _mean(cues) if cues else 0.5
+
+
+def context_score(desc: Description, cand: dict, params: TargetingParams) -> float | None:
+    """Anchors ("left of 'Buy milk'", "for the Pear") and unexplained description words found
+    in the text around the element (not in its own name) raise the score; None when nothing to check."""
+    own = set()
+    for value in name_fields(cand):
+        own.update(content_words(value))
+    extra = [w for w in desc.content if not best_token_match(w, own, params.token_match)]
+    items = [content_words(a) for a in desc.anchors] + [[w] for w in extra]
+    items = [item for item in items if item]
+    container = content_words(cand.get("container"))
+    if not items or not container:
+        return None
+    found = sum(1 for item in items if _all_in(item, container, params) and not _all_in(item, own, params))
+    return 0.5 + 0.5 * min(1.0, found / min(len(items), 2))
+
+
+def _all_in(words: list[str], pool, params: TargetingParams) -> bool:
+    return bool(pool) and all(best_token_match(w, pool, params.token_match) for w in words)
+
+
+def _combine(parts: dict, params: TargetingParams) -> float:
+    return (params.w_text * parts["text"] + params.w_attributes * parts["attributes"]
+            + params.w_role * parts["role"] + params.w_position * parts["position"])
+
+
+def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+    """"the second Add button": the n-th, in reading order, of the candidates that match best otherwise."""
+    if not scored:
+        return
+    top_text = max(s.parts["text"] for s in scored)
+    top_role = max(s.parts["role"] for s in scored)
+    top_pos = max(s.parts["position"] for s in scored)
+    group = [s for s in scored if s.parts["text"] >= top_text - params.ordinal_text_margin
+             and s.parts["role"] >= top_role and (not desc.regions or s.parts["position"] >= 0.99 * top_pos)]
+    group = reading_order(group)
+    n = desc.ordinal
+    pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
+    for s in scored:
+        ordinal = 1.0 if s is pick else 0.0
+        s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
+
+
+def reading_order(items: list[Scored]) -> list[Scored]:
+    """Top to bottom in rows (centres within half a height share a row), then left to right."""
+    by_y = sorted(items, key=lambda s: (s.cand["_geometry"]["cy"], s.cand["order"]))
+    rows: list[list[Scored]] = []
+    for s in by_y:
+        g = s.cand["_geometry"]
+        if rows and g["cy"] - rows[-1][0].cand["_geometry"]["cy"] <= max(10.0, s.cand["box"][3] / 2):
+            rows[-1].append(s)
+        else:
+            rows.append([s])
+    return [s for row in rows for s in sorted(row, key=lambda s: (s.cand["_geometry"]["cx"], s.cand["order"]))]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.5

@@ -1,0 +1,214 @@
+"""Did the action do what its logical assertion says? Decided without a language model.
+
+Signals (judge-design "Did the action do what the assertion says?"):
+
+- changed: enough pixels differ (compared at reduced scale), or URL / scroll / focus /
+  form value / checked state / visible text changed, or the DOM mutated;
+- key phrases of the assertion (quoted strings, numbers, capitalised phrases; content
+  words when there are none of those; see ``evaluator.judges.phrases``) counted in the
+  before and after text: in an appearance clause a phrase needs more occurrences after than
+  before, in a removal clause fewer, otherwise presence after is enough;
+- agreement with the reference: words added and removed between the reference's two
+  checkpoints against those added and removed on the generated page (F1).
+
+Pass when the page changed and either the key phrases hold or the deltas agree. When the
+assertion has nothing checkable, pass when "changed" matches the reference's "changed".
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rapidfuzz import fuzz
+
+from evaluator.agents.params import AssertionParams
+from evaluator.agents.words import count_phrase, normalize
+from evaluator.judges.phrases import Phrase, key_phrases, polarity
+from evaluator.judges.reference import RefDelta, reference_delta, word_delta
+from evaluator.judges.state import PageState, pixel_change_fraction
+
+__all__ = ["AssertionParams", "RefDelta", "Verdict", "judge", "key_phrases", "polarity", "reference_delta"]
+
+
+@dataclass
+class Verdict:
+    """The judge's decision and every signal behind it."""
+
+    passed: bool
+    evidence: dict = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "reason": self.reason, "evidence": self.evidence}
+
+
+def judge(action, before: PageState, after: PageState, reference: RefDelta | None = None,
+          params=None) -> Verdict:
+    """Decide whether ``action``'s logical assertion holds on the generated page."""
+    p = AssertionParams.from_dict(params)
+    assertion = (getattr(action, "logical_assertion", None) or "").strip()
+    changes = change_signals(before, after, p)
+    changed = any(v for k, v in changes.items() if k not in ("pixel_fraction",))
+    evidence: dict = {"assertion": assertion, "changed": changed, "changes": changes}
+    if not assertion:
+        return Verdict(True, evidence, "no assertion to check")
+    mode = polarity(assertion)
+    ref_words = (reference.added + reference.removed) if reference is not None else []
+    phrases = key_phrases(assertion, before.text, after.text, ref_words)
+    texts = {m: _texts(before, after, m) for m in ("appearance", "removal", "state", "unchanged")}
+    checks = [_check(ph, texts, p) for ph in phrases]
+    checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
+    delta = _delta_agreement(before, after, reference, p)
+    evidence.update({"polarity": mode, "phrases": checks, "delta": delta,
+                     "reference": reference.to_dict() if reference else None})
+    return _decide(evidence, checks, delta, mode, changed, reference, p)
+
+
+def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
+    ref_changed = reference.changed if reference is not None else None
+    if not checks:
+        expected = ref_changed if ref_changed is not None else mode != "unchanged"
+        passed = changed == expected
+        return Verdict(passed, evidence, f"no checkable phrase: page changed={changed}, expected {expected}")
+    held = sum(1 for c in checks if c["holds"]) / len(checks)
+    phrases_hold = _phrases_hold(checks, p)
+    agree = delta["f1"] is not None and delta["f1"] >= p.delta_f1
+    evidence.update({"phrases_held": round(held, 4), "phrases_hold": phrases_hold, "deltas_agree": agree})
+    if mode == "unchanged":
+        passed = phrases_hold
+        return Verdict(passed, evidence, f"state assertion: phrases hold={phrases_hold}")
+    passed = changed and (phrases_hold or agree)
+    why = "page did not change" if not changed else f"phrases hold={phrases_hold}, deltas agree={agree}"
+    return Verdict(passed, evidence, why)
+
+
+def _phrases_hold(checks: list[dict], p: AssertionParams) -> bool:
+    """Enough phrases hold in each group: phrases that must appear or go (the action's effect)
+    and phrases that must merely be shown; a shown counter cannot make up for a missing item."""
+    groups = ([c for c in checks if c["mode"] in ("appearance", "removal")],
+              [c for c in checks if c["mode"] not in ("appearance", "removal")])
+    return all(sum(c["holds"] for c in group) / len(group) >= p.phrase_fraction for group in groups if group)
+
+
+# --------------------------------------------------------------------------- change signals
+
+
+def change_signals(before: PageState, after: PageState, p: AssertionParams) -> dict:
+    """Each way the page can have changed, as booleans (plus the measured pixel fraction)."""
+    fraction = pixel_change_fraction(before.screenshot, after.screenshot, p.diff_scale, p.pixel_tolerance)
+    return {
+        "pixel_fraction": None if fraction is None else round(fraction, 6),
+        "pixels": fraction is not None and fraction > p.pixel_change_fraction,
+        "url": before.url != after.url,
+        "scroll": _moved(before.scroll, after.scroll, p.scroll_epsilon) or _scrollers_moved(before, after, p),
+        # a mouse click focuses buttons invisibly; a field taking focus shows a caret and ring
+        "focus": before.focus != after.focus and after.focus_editable,
+        "values": before.values != after.values,
+        "checked": before.checked != after.checked,
+        "text": normalize(before.text) != normalize(after.text),
+        "dom": p.dom_mutation_counts and before.dom_hash != after.dom_hash,
+    }
+
+
+def _moved(a, b, eps: float) -> bool:
+    return any(abs(x - y) > eps for x, y in zip(a, b, strict=False))
+
+
+def _scrollers_moved(before: PageState, after: PageState, p: AssertionParams) -> bool:
+    keys = set(before.scrollers) | set(after.scrollers)
+    return any(_moved(before.scrollers.get(k, (0, 0)), after.scrollers.get(k, (0, 0)), p.scroll_epsilon) for k in keys)
+
+
+# --------------------------------------------------------------------------- key phrases
+
+
+def _texts(before: PageState, after: PageState, mode: str) -> tuple[str, str]:
+    """DOM text; form values too for state checks ("the field shows 'Ada'"), not for appearance:
+    text typed into the input is not yet the item the action adds to the list."""
+    if mode in ("state", "unchanged"):
+        return (before.text + "\n" + before.form_text, after.text + "\n" + after.form_text)
+    return (before.text, after.text)
+
+
+def _check(phrase: Phrase, texts: dict, p: AssertionParams) -> dict:
+    n_before, n_after = (_count(phrase, t, p) for t in texts[phrase.mode])
+    if phrase.mode == "appearance":
+        holds = n_after > n_before
+    elif phrase.mode == "removal":
+        holds = n_after < n_before
+    else:
+        holds = n_after > 0
+    return {"phrase": phrase.text, "kind": phrase.kind, "mode": phrase.mode, "before": n_before,
+            "after": n_after, "holds": holds}
+
+
+def _count(phrase: Phrase, text: str, p: AssertionParams) -> int:
+    if phrase.kind == "number":
+        return len(re.findall(r"(?<![\d.,])" + re.escape(phrase.text) + r"(?![\d]|[.,]\d)", text))
+    exact = count_phrase(text, phrase.text)
+    if exact or phrase.kind == "word" or len(phrase.text) < p.min_fuzzy_len or any(ch.isdigit() for ch in phrase.text):
+        return exact  # numbers never match approximately: "2 items left" is not "1 item left"
+    # fuzzy presence (one occurrence at most): OCR'd text, typography, small wording drift
+    return int(fuzz.partial_ratio(normalize(phrase.text), normalize(text)) >= p.fuzzy_phrase)
+
+
+def _ocr_retry(checks, phrases, texts, before, after, p, evidence) -> list[dict] | None:
+    """Text drawn on a canvas is invisible to the DOM: read the screenshots when that may matter."""
+    if not (p.ocr_fallback and checks and max(before.canvas_share, after.canvas_share) > 0.1):
+        return None
+    if all(c["holds"] for c in checks):
+        return None
+    ocr = (_ocr(before.screenshot), _ocr(after.screenshot))
+    if ocr[0] is None or ocr[1] is None:
+        return None
+    evidence["ocr_used"] = True
+    merged = {mode: (a + "\n" + ocr[0], b + "\n" + ocr[1]) for mode, (a, b) in texts.items()}
+    return [_check(ph, merged, p) for ph in phrases]
+
+
+def _ocr(png: bytes | None) -> str | None:
+    if png is None:
+        return None
+    try:
+        from PIL import Image
+
+        from evaluator.metrics.ocr import ocr_text
+    except ImportError:
+        return None
+    return ocr_text(Image.open(io.BytesIO(png)))
+
+
+# --------------------------------------------------------------------------- reference agreement
+
+
+def _delta_agreement(before: PageState, after: PageState, reference: RefDelta | None, p: AssertionParams) -> dict:
+    """F1 of the generated page's word delta against the reference's (viewport and full text)."""
+    if reference is None or not (reference.added or reference.removed):
+        return {"f1": None, "why": "no reference text delta"}
+    ref = _signed(reference.added, reference.removed)
+    scores = {}
+    for name, (a, b) in {"viewport": (before.viewport_text, after.viewport_text),
+                         "document": (before.text, after.text)}.items():
+        added, removed = word_delta(a, b)
+        scores[name] = signed_f1(_signed(added, removed), ref)
+    best = max(scores.values())
+    return {"f1": round(best, 4), **{k: round(v, 4) for k, v in scores.items()}}
+
+
+def _signed(added: list[str], removed: list[str]) -> Counter:
+    return Counter(["+" + w for w in added] + ["-" + w for w in removed])
+
+
+def signed_f1(generated: Counter, reference: Counter) -> float:
+    """F1 between two multisets of signed words ("+cart", "-empty")."""
+    if not generated or not reference:
+        return 0.0
+    overlap = sum((generated & reference).values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / sum(generated.values())
+    recall = overlap / sum(reference.values())
+    return 2 * precision * recall / (precision + recall)

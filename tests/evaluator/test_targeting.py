@@ -1,0 +1,276 @@
+"""Finding the element an action describes: description parsing, scoring, and real pages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from evaluator.agents.description import parse_description
+from evaluator.agents.params import AssertionParams, ParamsError, TargetingParams
+from evaluator.agents.scoring import candidate_roles, score_candidates
+from evaluator.agents.targeting import Target, find_target
+from evaluator.agents.words import quoted, split_identifier
+from evaluator.protocols import get_protocol
+from tests.evaluator.pages import Act, open_page
+
+browser_test = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from evaluator.browser import launch
+
+    with launch() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def targeting_page(browser):
+    with open_page(browser, "targeting.html") as page:
+        yield page
+
+
+@pytest.fixture(scope="module")
+def form_page(browser):
+    with open_page(browser, "form.html") as page:
+        yield page
+
+
+def click(page, description: str) -> Target:
+    return find_target(page, Act("Click", description))
+
+
+def chosen_id(target: Target) -> str | None:
+    return target.chosen["id"] if target.chosen else None
+
+
+# --------------------------------------------------------------------------- parsing and scoring
+
+
+def test_it_reads_quotes_roles_regions_and_ordinals():
+    """A description yields its quoted label, role, region, ordinal and label phrase."""
+    desc = parse_description("Click the second 'Add' button in the footer")
+    assert desc.quotes == ["Add"]
+    assert desc.roles == {"button"}
+    assert desc.regions == ["footer"]
+    assert desc.ordinal == 2
+    assert parse_description("Click the Add to cart button").labels == [["add", "cart"]]
+
+
+def test_it_keeps_capitalised_position_words_as_label_words():
+    """"First Name" names a field; it is not an ordinal."""
+    desc = parse_description("Type into the First Name field")
+    assert desc.ordinal is None
+    assert desc.content == ["first", "name"]
+    assert desc.roles == {"textbox"}
+
+
+def test_it_uses_the_role_noun_as_label_when_nothing_else_is_said():
+    """"Click the logo" matches elements named or classed "logo"."""
+    assert parse_description("Click the logo").content == ["logo"]
+
+
+def test_it_splits_identifiers_and_finds_quotes():
+    """camelCase, kebab and snake case split; apostrophes are not quotes."""
+    tokens = split_identifier("addToCart btn-primary user_icon")
+    assert tokens == ["add", "to", "cart", "btn", "primary", "user", "icon"]
+    assert quoted("Click the user's 'Sign in' link and “Help”") == ["Sign in", "Help"]
+
+
+def test_it_breaks_ties_by_smaller_area_then_document_order():
+    """Equal scores go to the smaller element, then to the earlier one."""
+    page = {"viewport": [800, 600], "document": [800, 600], "scroll": [0, 0], "candidates": [
+        _cand("Go", order=1, box=[0, 0, 200, 50]), _cand("Go", order=2, box=[0, 100, 50, 20]),
+        _cand("Go", order=3, box=[0, 200, 50, 20])]}
+    ranked = score_candidates(parse_description("Click Go"), page, TargetingParams())
+    assert [s.cand["order"] for s in ranked] == [2, 3, 1]
+
+
+def test_it_gives_generic_clickables_a_role_of_their_own():
+    """A div with only a click handler is generic; class names add roles."""
+    assert candidate_roles(_cand("x", tag="div")) == {"generic"}
+    assert "tab" in candidate_roles(_cand("x", tag="div", cls="nav-tab active"))
+    assert candidate_roles(_cand("", tag="button", images=1)) == {"button", "icon"}
+
+
+def test_params_cover_the_protocol_sections_exactly():
+    """Every key of the protocol's targeting and assertion sections is a known parameter and vice versa."""
+    params = get_protocol("iwr-det").params
+    assert set(params["targeting"]) == {f.name for f in dataclasses.fields(TargetingParams)}
+    assert set(params["assertion"]) == {f.name for f in dataclasses.fields(AssertionParams)}
+    assert TargetingParams.from_dict(params) == TargetingParams()
+
+
+def test_it_rejects_unknown_or_mistyped_params():
+    """A typo in a params section is an error naming the key, not a silent default."""
+    with pytest.raises(ParamsError, match="accept_treshold"):
+        TargetingParams.from_dict({"targeting": {"accept_treshold": 0.5}})
+    with pytest.raises(ParamsError, match="type_single_field_fallback"):
+        TargetingParams.from_dict({"type_single_field_fallback": "no"})
+    assert TargetingParams.from_dict({"accept_threshold": {"value": 0.6, "reason": "r"}}).accept_threshold == 0.6
+
+
+def test_it_needs_no_page_for_press_and_scroll():
+    """Press and Scroll get an empty target without the page being touched."""
+    target = find_target(object(), Act("Press", "Press Enter", key="Enter"))
+    assert not target.found and "needs no target" in target.reason
+
+
+def _cand(text, order=0, box=(0, 0, 50, 20), tag="button", cls="", images=0):
+    return {"order": order, "tag": tag, "type": "", "role": "", "text": text, "box": list(box), "cls": cls,
+            "images": images, "reasons": ["tag"], "context": [], "icons": []}
+
+
+# --------------------------------------------------------------------------- real pages
+
+
+@browser_test
+def test_it_prefers_the_exact_label_over_a_longer_one(targeting_page):
+    """"Save" picks the Save button, not "Save draft"; a quoted longer label picks that one."""
+    assert chosen_id(click(targeting_page, "Click the Save button")) == "save"
+    assert chosen_id(click(targeting_page, "Click on 'Save draft'")) == "save-draft"
+    assert chosen_id(click(targeting_page, "Click the delete account button")) == "delete-account"
+
+
+@browser_test
+def test_it_finds_icon_buttons_by_aria_label_and_title(targeting_page):
+    """Icon-only controls are found through aria-label, title and icon class names."""
+    cart = click(targeting_page, "Click the shopping cart icon")
+    assert cart.chosen and cart.chosen["text"] == "Shopping cart"
+    assert click(targeting_page, "Click the search icon in the header").chosen["text"] == "Search"
+    assert click(targeting_page, "Click the user account icon").chosen["text"] == "User account"
+    assert chosen_id(click(targeting_page, "Click the Acme logo")) == "logo"
+
+
+@browser_test
+def test_it_uses_ordinals_and_regions_among_same_text(targeting_page):
+    """Same text three times: ordinal and region words pick the right one."""
+    first = click(targeting_page, "Click the first Add button")
+    second = click(targeting_page, "Click the second Add button")
+    assert first.chosen["box"][0] < second.chosen["box"][0]
+    assert first.chosen["box"][1] == second.chosen["box"][1]
+    assert chosen_id(click(targeting_page, "Click the Add button in the footer")) == "footer-add"
+    assert chosen_id(click(targeting_page, "Click the last Add button")) == "footer-add"
+
+
+@browser_test
+def test_it_flags_identical_candidates_as_ambiguous(targeting_page):
+    """Two identical "More" links: one is chosen, the runner-up recorded, the choice flagged."""
+    target = click(targeting_page, "Click the More link")
+    assert target.found and target.ambiguous
+    assert target.runner_up["text"] == "More"
+
+
+@browser_test
+@pytest.mark.parametrize("description", [
+    "Click the Secret button", "Click Phantom", "Click the Phantom child button", "Click Tiny",
+    "Click Offleft", "Click the Covered button", "Click 'Clipped away'", "Click the Not clickable text",
+])
+def test_it_never_chooses_hidden_covered_or_inert_elements(targeting_page, description):
+    """display:none, visibility:hidden, opacity 0, zero size, off-page, occluded, clipped, inert: never chosen."""
+    target = click(targeting_page, description)
+    hidden = {"secret-none", "secret-visibility", "phantom", "phantom-child", "tiny", "offleft", "covered",
+              "clipped", "plain"}
+    assert chosen_id(target) not in hidden
+
+
+@browser_test
+def test_it_counts_listeners_jquery_and_pointer_regions_as_interactive(targeting_page):
+    """addEventListener, jQuery (direct and delegated) and a cursor:pointer region make a candidate."""
+    assert chosen_id(click(targeting_page, "Click the Summer sale banner")) == "promo"
+    assert chosen_id(click(targeting_page, "Click Newsletter signup")) == "jq"
+    assert chosen_id(click(targeting_page, "Click the Delegated offer")) == "delegated"
+    assert chosen_id(click(targeting_page, "Click the pointer region")) == "pointer"
+
+
+@browser_test
+def test_it_finds_elements_inside_scroll_containers_and_below_the_fold(targeting_page):
+    """An item scrolled out of its container and a footer link below the fold are candidates."""
+    assert chosen_id(click(targeting_page, "Click Item 8")) == "item8"
+    assert click(targeting_page, "Click the Privacy link").chosen["text"] == "Privacy"
+
+
+@browser_test
+def test_it_picks_the_checkbox_its_label_names(targeting_page):
+    """A checkbox wrapped in its label: the checkbox (smaller, right role) is chosen."""
+    assert chosen_id(click(targeting_page, "Click the I agree to the terms checkbox")) == "terms"
+
+
+@browser_test
+def test_it_fails_below_the_threshold_with_a_reason(targeting_page):
+    """Nothing like the description on the page: no element, and the reason says so."""
+    target = click(targeting_page, "Click the Unicorn subscription toggle")
+    assert not target.found
+    assert "no element matches" in target.reason
+    assert target.runner_up is not None
+
+
+@browser_test
+def test_it_collects_candidates_in_one_round_trip(targeting_page):
+    """One evaluate for all candidates, one evaluate_handle for the chosen element."""
+    calls = []
+
+    class Counting:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(targeting_page, name)
+
+    assert find_target(Counting(), Act("Click", "Click the Save button")).found
+    assert calls == ["evaluate", "evaluate_handle"]
+
+
+@browser_test
+def test_type_targets_editable_fields_only(form_page):
+    """Type chooses among editable fields: labels, placeholders and aria-labels name them."""
+    def typed(description, text="x"):
+        return chosen_id(find_target(form_page, Act("Type", description, text=text)))
+
+    assert typed("Type 'Ada' into the Full name field", "Ada") == "name"
+    assert typed("Enter the email address") == "email"
+    assert typed("Type 'shoes' in the search bar", "shoes") == "search"
+    assert typed("Write a note in the notes area") == "notes"
+    assert typed("Type into the reference code field") != "locked"
+
+
+@browser_test
+def test_type_falls_back_to_element_index(form_page):
+    """With nothing matching, element_index picks among editable fields in document order."""
+    target = find_target(form_page, Act("Type", "Type it there", text="zzz", element_index=1))
+    assert chosen_id(target) == "email"
+    assert "element_index" in target.reason
+
+
+@browser_test
+def test_it_tells_look_alikes_apart_by_their_surroundings(targeting_page):
+    """"the Add button for the Pear": the Add inside the Pear card, not the first one."""
+    pear = click(targeting_page, "Click the Add button for the Pear to put it in the cart")
+    first = click(targeting_page, "Click the first Add button")
+    assert pear.chosen["box"][1] == first.chosen["box"][1]
+    assert pear.chosen["box"][0] > first.chosen["box"][0]
+
+
+def test_it_separates_anchors_and_purposes_from_the_target():
+    """"left of 'Buy milk'" locates the target; "to collapse it" says why; neither names it."""
+    desc = parse_description("Click the round checkbox to the left of 'Buy milk' to mark it done")
+    assert desc.quotes == [] and desc.anchors == ["Buy milk"]
+    assert desc.roles == {"checkbox"} and desc.regions == ["left"]
+    assert desc.appearance == ["round"]
+    sort = parse_description("Click on Age to sort the table")
+    assert sort.content == ["age"]
+    assert parse_description("Click the Terms of Service link").content == ["terms", "service"]
+
+
+def test_type_text_in_quotes_is_not_the_field_label():
+    """The quoted text of a Type action neither labels the field nor heads an anchor phrase."""
+    desc = parse_description("Type 'shoes' in the search bar", typed="shoes")
+    assert desc.quotes == [] and desc.content == ["search"] and desc.anchors == []
+
+
+@browser_test
+def test_it_finds_a_nameless_control_by_anchor_icon_and_class(targeting_page):
+    """A label-less checkbox next to its text, a bell icon with a badge, a classed sidebar toggle."""
+    assert chosen_id(click(targeting_page, "Click the round checkbox to the left of 'Walk the dog'")) == "todo-2"
+    assert chosen_id(click(targeting_page, "Click the notification bell")) == "alerts"
+    assert chosen_id(click(targeting_page, "Click the round toggle button at the bottom of the sidebar")) == (
+        "sidebarToggle")
