@@ -123,7 +123,7 @@ def _run_and_inspect(command: list[str], name: str, limits: ContainerLimits, eng
         subprocess.run([engine_binary(engine), "kill", name], capture_output=True)
         proc = subprocess.CompletedProcess(command, None, _text(exc.stdout), _text(exc.stderr))
         timed_out = True
-    state = _inspect_state(name, engine)
+    state = inspect_state(name, engine)
     if state is None and proc.returncode == 125:  # the engine could not even start the container
         lines = (proc.stderr or "").strip().splitlines()
         return ContainerOutcome(exit_code=None, engine_error=lines[-1] if lines else "could not start the container")
@@ -134,7 +134,7 @@ def _run_and_inspect(command: list[str], name: str, limits: ContainerLimits, eng
     return ContainerOutcome(exit_code=exit_code, oom_killed=oom_killed, timed_out=timed_out, log_tail=tail)
 
 
-def _inspect_state(name: str, engine: str) -> dict | None:
+def inspect_state(name: str, engine: str) -> dict | None:
     result = subprocess.run([engine_binary(engine), "inspect", "--format", "{{json .State}}", name],
                             capture_output=True, text=True)
     if result.returncode != 0:

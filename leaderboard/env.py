@@ -7,6 +7,7 @@ what was expected, so a misconfigured deployment fails at start-up with a clear 
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -61,6 +62,15 @@ def get_choice(name: str, default: str, choices: tuple[str, ...], environ=None) 
         return default
     if value not in choices:
         raise _bad(name, value, "one of " + ", ".join(choices))
+    return value
+
+
+def get_pattern(name: str, default: str, pattern: str, expected: str, environ=None) -> str:
+    value = _raw(name, environ)
+    if value is None:
+        return default
+    if not re.fullmatch(pattern, value):
+        raise _bad(name, value, expected)
     return value
 
 

@@ -18,6 +18,17 @@ through the evaluator (:mod:`evaluator.generation`). When it ends:
 Whatever the outcome, the stored API key is erased (set to empty bytes) in the same
 update that ends the job. The key is never shown again, never logged, and never part of
 a page, an API answer or an error message.
+
+Reliability follows the scoring pipeline (:mod:`leaderboard.pipeline`): the database is
+the source of truth and a message only a wake-up. A worker claims a queued job with one
+conditional UPDATE (a fresh claim token), beats its heartbeat while it runs and ends the
+job only while its token still holds, so a job ends exactly once. :func:`reap` (run with
+the pipeline's reaper, by Celery beat and at worker start) re-queues a running job whose
+heartbeat went stale; the next claim resumes it, keeping the pages already generated.
+After ``EVALUATION_MAX_ATTEMPTS`` claims it fails instead (key erased, quota refunded).
+Wake-ups nobody picked up are sent again. :func:`cancel` ends a queued job at once
+(refunded) or a running one (its worker notices the lost claim between tasks and stops);
+either way the key is erased in the same update.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import logging
 import socket
 import uuid
 from collections import Counter
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -36,6 +48,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard import crypto, quotas
@@ -45,8 +58,11 @@ from leaderboard.submissions import SubmissionForm, can_manage, queue_evaluation
 log = logging.getLogger(__name__)
 
 Status = GenerationJob.Status
+ENDED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 ENDPOINT_FIELDS = ("base_url", "model_id", "api_key", "max_tokens", "max_images", "max_frames")
 NO_TIME_LEFT = "not generated: the overall time limit was reached"
+CANCELLED_REASON = "Cancelled by the submitter while its pages were being generated."
+JOB_FOLDER_PREFIX = "generation-"
 
 
 # --------------------------------------------------------------------------- the form
@@ -157,24 +173,44 @@ def accept(form: EndpointForm, user) -> GenerationJob:
 
 
 def dispatch(job_id: int) -> bool:
-    """Send the wake-up for a queued generation job; False (logged) when the broker refused."""
+    """Send the wake-up for a queued generation job; False (logged) when the broker refused
+    (the job stays queued and undispatched: the reaper sends it again)."""
     from leaderboard.generation_tasks import generate
 
+    GenerationJob.objects.filter(pk=job_id, status=Status.QUEUED).update(dispatched_at=timezone.now())
     try:
         generate.apply_async(args=[job_id], queue="generate", retry=True,
                              retry_policy={"max_retries": 2, "interval_start": 0.5})
-    except Exception as exc:  # noqa: BLE001 - any broker failure: the job stays queued
-        log.warning("could not dispatch generation job %s (%s)", job_id, type(exc).__name__)
+    except Exception as exc:  # noqa: BLE001 - any broker failure: the job stays queued, the reaper retries
+        log.warning("could not dispatch generation job %s (%s); the reaper will retry", job_id, type(exc).__name__)
+        GenerationJob.objects.filter(pk=job_id, status=Status.QUEUED).update(dispatched_at=None)
         return False
     return True
 
 
-# --------------------------------------------------------------------------- running (worker side)
+# --------------------------------------------------------------------------- claiming (worker side)
 
 
-def claim(job_id: int) -> bool:
-    """Queued -> running; False when another worker (or an earlier run) has it already."""
-    return bool(GenerationJob.objects.filter(pk=job_id, status=Status.QUEUED).update(status=Status.RUNNING))
+def claim(job_id: int, worker: str) -> str | None:
+    """Queued -> running for ``worker``; returns the claim token, or None when another worker
+    (or an earlier delivery of the same wake-up) has it already."""
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    won = GenerationJob.objects.filter(pk=job_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, claim_token=token, worker=worker[:200], started_at=now, heartbeat_at=now,
+        attempts=F("attempts") + 1,
+    )
+    return token if won else None
+
+
+def holding(job_id: int, token: str):
+    """The job's row, only while the claim ``token`` still holds it (not cancelled, not taken over)."""
+    return GenerationJob.objects.filter(pk=job_id, status=Status.RUNNING, claim_token=token)
+
+
+def beat(job_id: int, token: str) -> bool:
+    """Record that the claim's worker is alive; False once the claim no longer holds."""
+    return bool(holding(job_id, token).update(heartbeat_at=timezone.now()))
 
 
 def api_key(job: GenerationJob) -> str:
@@ -193,15 +229,12 @@ def endpoint_config(job: GenerationJob, key: str):
     )
 
 
-def record_progress(job_id: int, outcomes: dict) -> None:
-    """Save how many tasks are done and why pages are missing so far (while the job runs)."""
+def record_progress(job: GenerationJob, outcomes: dict) -> bool:
+    """Save how many tasks are done and why pages are missing so far (a heartbeat too);
+    False when the claim no longer holds: the worker must stop."""
     errors = {key: outcome.reason for key, outcome in outcomes.items() if not outcome.ok}
-    GenerationJob.objects.filter(pk=job_id, status=Status.RUNNING).update(tasks_done=len(outcomes),
-                                                                          task_errors=errors)
-
-
-def _running(job: GenerationJob):
-    return GenerationJob.objects.filter(pk=job.pk, status=Status.RUNNING)
+    return bool(holding(job.pk, job.claim_token).update(tasks_done=len(outcomes), task_errors=errors,
+                                                       heartbeat_at=timezone.now()))
 
 
 def _ended(status: str, **fields) -> dict:
@@ -241,7 +274,7 @@ def _queue_scoring(job: GenerationJob, stored: str, zip_path: Path, errors: dict
 
     submission = job.submission
     with transaction.atomic():
-        if not _running(job).update(**_ended(Status.DONE, task_errors=errors, tasks_done=done)):
+        if not holding(job.pk, job.claim_token).update(**_ended(Status.DONE, task_errors=errors, tasks_done=done)):
             default_storage.delete(stored)
             return None
         submission.bundle = stored
@@ -255,28 +288,42 @@ def _queue_scoring(job: GenerationJob, stored: str, zip_path: Path, errors: dict
     return evaluation
 
 
-def fail(job: GenerationJob, reason: str, **fields) -> Evaluation | None:
-    """End the job as failed (key erased), show the reason as a failed evaluation, refund the quota."""
+def fail(job: GenerationJob, reason: str, *, rows=None, kind: str = Evaluation.FailureKind.GENERATION,
+         **fields) -> Evaluation | None:
+    """End the job as failed (key erased), show the reason as a failed evaluation, refund the quota.
+
+    ``rows`` is the job's row under the condition that lets this caller end it (default: the
+    worker's own claim). Returns None when the condition no longer held.
+    """
+    rows = holding(job.pk, job.claim_token) if rows is None else rows
     with transaction.atomic():
-        if not _running(job).update(**_ended(Status.FAILED, failure_reason=reason, **fields)):
+        if not rows.update(**_ended(Status.FAILED, failure_reason=reason, **fields)):
             return None
-        evaluation = _failed_evaluation(job.submission, reason)
+        evaluation = _failed_evaluation(job.submission, reason, kind)
         quotas.refund(job.submission)
         transaction.on_commit(partial(_notify, evaluation.pk))
     log.info("generation job %s failed", job.pk)
     return evaluation
 
 
-def _failed_evaluation(submission: Submission, reason: str) -> Evaluation:
+def _failed_evaluation(submission: Submission, reason: str, kind: str) -> Evaluation:
     """The submission's evaluation, born failed: the submission page and the API show why."""
+    if kind == Evaluation.FailureKind.GENERATION:
+        shown = f"No page could be generated from the endpoint: {reason}"
+    else:
+        shown = f"Page generation did not finish: {reason}"
+    return _ended_evaluation(submission, Evaluation.Status.FAILED, kind,
+                             f"{shown} This is not charged to your quota.")
+
+
+def _ended_evaluation(submission: Submission, status: str, kind: str, reason: str) -> Evaluation:
     from evaluator.protocols import get_protocol
 
     protocol = get_protocol(submission.protocol)
     return Evaluation.objects.create(
-        submission=submission, protocol=protocol.full_name, protocol_name=protocol.name,
-        status=Evaluation.Status.FAILED, failure_kind=Evaluation.FailureKind.GENERATION,
-        failure_reason=f"No page could be generated from the endpoint: {reason} This is not charged to your quota.",
-        finished_at=timezone.now(), tasks_total=split_tasks(submission.split).count(),
+        submission=submission, protocol=protocol.full_name, protocol_name=protocol.name, status=status,
+        failure_kind=kind, failure_reason=reason, finished_at=timezone.now(),
+        tasks_total=split_tasks(submission.split).count(),
     )
 
 
@@ -287,8 +334,9 @@ def _notify(evaluation_id: int) -> None:
 
 
 def erase_key(job_id: int) -> None:
-    """Belt and braces for paths that end without finish/fail (a crash between them)."""
-    GenerationJob.objects.filter(pk=job_id).exclude(status__in=[Status.QUEUED]).update(api_key_encrypted=b"")
+    """Belt and braces: no ended job keeps a key (ending updates erase it already). A job that
+    is queued or running again keeps its key: the next claim needs it to resume."""
+    GenerationJob.objects.filter(pk=job_id, status__in=ENDED).update(api_key_encrypted=b"")
 
 
 def no_page_reason(errors: dict) -> str:
@@ -298,6 +346,104 @@ def no_page_reason(errors: dict) -> str:
     reason, count = Counter(errors.values()).most_common(1)[0]
     share = "every task" if count == len(errors) else f"{count} of {len(errors)} tasks"
     return f"{reason} ({share})."
+
+
+# --------------------------------------------------------------------------- cancelling
+
+
+def cancel(submission: Submission) -> Evaluation | None:
+    """Cancel an endpoint submission whose pages are still being generated.
+
+    Queued: cancelled at once, key erased, quota refunded. Running: cancelled and key
+    erased at once; the worker finds its claim gone when its current task ends and stops
+    (the slot is spent, as for a running evaluation). Either way the submission gets a
+    cancelled evaluation saying so. None when the job is not generating any more (it
+    finished meanwhile: cancel its evaluation instead).
+    """
+    job = GenerationJob.objects.filter(submission=submission).first()
+    if job is None:
+        return None
+    ended = _ended(Status.CANCELLED, failure_reason=CANCELLED_REASON)
+    with transaction.atomic():
+        if GenerationJob.objects.filter(pk=job.pk, status=Status.QUEUED).update(**ended):
+            quotas.refund(submission)
+        elif not GenerationJob.objects.filter(pk=job.pk, status=Status.RUNNING).update(**ended):
+            return None
+        evaluation = _ended_evaluation(submission, Evaluation.Status.CANCELLED, "", CANCELLED_REASON)
+    log.info("generation job %s cancelled (was %s)", job.pk, job.status)
+    submission.refresh_from_db(fields=["charged"])
+    return evaluation
+
+
+# --------------------------------------------------------------------------- the reaper
+
+
+def reap(now=None) -> dict:
+    """Re-queue (or, after the last attempt, fail) running jobs whose worker stopped beating,
+    re-send wake-ups nobody picked up, and remove job folders of ended jobs."""
+    now = now or timezone.now()
+    stale = Q(heartbeat_at__lt=now - timedelta(seconds=settings.EVALUATION_STALE_SECONDS))
+    stale |= Q(heartbeat_at__isnull=True)  # claimed before heartbeats existed
+    counts = {"requeued": 0, "failed": 0, "lost": 0, "redispatched": 0}
+    for job in GenerationJob.objects.select_related("submission").filter(stale, status=Status.RUNNING):
+        rows = holding(job.pk, job.claim_token).filter(stale)
+        counts[recover(job, rows, f"the generation worker {job.worker or '(unknown)'} stopped responding")] += 1
+    unsent = Q(dispatched_at__isnull=True)
+    unsent |= Q(dispatched_at__lt=now - timedelta(seconds=settings.EVALUATION_REDISPATCH_SECONDS))
+    for job_id in GenerationJob.objects.filter(unsent, status=Status.QUEUED).values_list("pk", flat=True):
+        counts["redispatched"] += dispatch(job_id)
+    remove_ended_folders()
+    return counts
+
+
+def reap_node(node: str) -> int:
+    """A worker node (re)starting: the jobs it was running died with it; re-queue them now."""
+    recovered = 0
+    for job in GenerationJob.objects.select_related("submission").filter(status=Status.RUNNING,
+                                                                          worker__startswith=f"{node}:"):
+        rows = holding(job.pk, job.claim_token)
+        recovered += recover(job, rows, f"the generation worker {node} restarted") == "requeued"
+    return recovered
+
+
+def recover(job: GenerationJob, rows, reason: str) -> str:
+    """A dead claim on ``rows``: queue the job again (the next claim resumes it) while attempts
+    remain, else fail it, never charged. Returns requeued, failed or lost."""
+    with transaction.atomic():
+        if job.attempts >= settings.EVALUATION_MAX_ATTEMPTS:
+            final = f"{reason}; gave up after {job.attempts} attempts."
+            failed = fail(job, final, rows=rows, kind=Evaluation.FailureKind.INFRASTRUCTURE)
+            return "failed" if failed else "lost"
+        # dispatched_at is set now: the wake-up goes out on commit (a refused one resets it).
+        if not rows.update(status=Status.QUEUED, claim_token="", worker="", heartbeat_at=None,
+                           dispatched_at=timezone.now()):
+            return "lost"
+        log.warning("generation job %s re-queued after attempt %d: %s", job.pk, job.attempts, reason)
+        transaction.on_commit(partial(dispatch, job.pk))
+    return "requeued"
+
+
+def job_folder(job_id: int) -> Path:
+    """Where a job's inputs and pages live; kept between claims so a resumed run keeps its pages."""
+    return Path(settings.JOBS_ROOT) / f"{JOB_FOLDER_PREFIX}{job_id}"
+
+
+def remove_ended_folders() -> int:
+    """Remove folders left by jobs that ended while no worker held them (a dead worker's job
+    cancelled or failed by the reaper); returns how many were removed."""
+    from leaderboard.generation_tasks import remove_folder
+
+    root = Path(settings.JOBS_ROOT)
+    found = {}
+    for path in root.glob(f"{JOB_FOLDER_PREFIX}*") if root.is_dir() else []:
+        suffix = path.name[len(JOB_FOLDER_PREFIX):]
+        if suffix.isdigit() and path.is_dir():
+            found[int(suffix)] = path
+    live = set(GenerationJob.objects.filter(pk__in=found, status__in=[Status.QUEUED, Status.RUNNING])
+               .values_list("pk", flat=True))
+    for job_id in set(found) - live:
+        remove_folder(found[job_id])
+    return len(set(found) - live)
 
 
 # --------------------------------------------------------------------------- what the owner sees
@@ -322,7 +468,17 @@ def status_payload(job: GenerationJob) -> dict:
             "base_url": job.base_url, "model_id": job.model_id, "max_tokens": job.max_tokens,
             "max_images": job.max_images, "max_frames": job.max_frames,
             "api_key_stored": bool(bytes(job.api_key_encrypted or b"")), "finished_at": job.finished_at,
-            "bundle_available": bool(submission.bundle),
+            "attempts": job.attempts, "started_at": job.started_at, "heartbeat_at": job.heartbeat_at,
+            "cancellable": not job.is_finished, "bundle_available": bool(submission.bundle),
         },
         "evaluation": None if evaluation is None else {"id": evaluation.pk, "status": evaluation.status},
     }
+
+
+def generation_summary(submission: Submission) -> dict | None:
+    """The generation part of an endpoint submission's own state (for its managers), or None."""
+    job = GenerationJob.objects.filter(submission=submission).first()
+    if job is None:
+        return None
+    return {"status": job.status, "tasks_done": job.tasks_done, "tasks_total": split_tasks(submission.split).count(),
+            "attempts": job.attempts, "url": f"/submissions/{submission.pk}/generation/"}

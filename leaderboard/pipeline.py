@@ -15,7 +15,8 @@ The database is the source of truth and the broker only a wake-up call:
   evaluator log are stored and the status becomes scored or failed, again only while the
   claim token still matches, so a job can never finish twice.
 - :func:`reap` (periodically, and when a worker starts) re-queues running evaluations
-  whose heartbeat went stale and re-sends wake-ups nobody picked up.
+  whose heartbeat went stale and re-sends wake-ups nobody picked up; it reaps the
+  generation jobs of model-endpoint submissions too (:func:`leaderboard.generation.reap`).
 
 Failures carry a kind and a reason a person can act on. Infrastructure failures (a dead
 worker, the evaluator killed by a signal, an error in this process) are retried up to
@@ -349,6 +350,7 @@ class Job:
         self.saved: set[str] = set()
         self.progress_offset = 0
         self.process: subprocess.Popen | None = None
+        self.container_name: str | None = None
 
     # -- lifecycle
 
@@ -389,6 +391,8 @@ class Job:
         return None
 
     def command(self) -> list[str]:
+        if settings.EVALUATOR_SANDBOX == "container":
+            return self.container_command()
         base = shlex.split(settings.EVALUATOR_COMMAND) or [sys.executable, "-m", "evaluator"]
         command = [*base, "score", "--data", str(self.data_path), "--bundle", str(self.dir / "bundle"),
                    "--out", str(self.out_dir), "--protocol", self.evaluation.protocol,
@@ -398,6 +402,23 @@ class Job:
         if settings.EVALUATOR_SANDBOX:
             command += ["--sandbox", settings.EVALUATOR_SANDBOX]
         return command + shlex.split(settings.EVALUATOR_EXTRA_ARGS)
+
+    def container_command(self) -> list[str]:
+        """``docker run`` of a fresh evaluator container fed this job directory (evaluator/container.py)."""
+        from evaluator import container
+
+        job = {"data": self.data_path.relative_to(self.dir).as_posix(), "bundle": "bundle", "tasks": None,
+               "protocol": self.evaluation.protocol, "workers": settings.EVALUATOR_WORKERS or None}
+        (self.dir / "job.json").write_text(json.dumps(job))
+        container.prepare_job_dir(self.dir)
+        self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
+        return container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
+                                     container_limits(), settings.CONTAINER_ENGINE)
+
+    def remove_container(self) -> None:
+        """A container outlives a killed ``docker run`` client: stop and remove it explicitly."""
+        if self.container_name:
+            subprocess.run([settings.CONTAINER_ENGINE, "rm", "--force", self.container_name], capture_output=True)
 
     def start(self) -> None:
         with open(self.log_path, "wb") as log_file:
@@ -436,6 +457,7 @@ class Job:
     def stop(self) -> None:
         """Terminate the evaluator and everything it started (its own process group)."""
         if self.process is None or self.process.poll() is not None:
+            self.remove_container()
             return
         _signal_group(self.process.pid, signal.SIGTERM)
         try:
@@ -443,10 +465,12 @@ class Job:
         except subprocess.TimeoutExpired:
             _signal_group(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        self.remove_container()
 
     def cleanup(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.stop()
+        self.remove_container()
         if self.dir.exists():
             for path, _dirs, _files in os.walk(self.dir):
                 os.chmod(path, 0o700)  # make_read_only's folders must be writable again to be removed
@@ -483,6 +507,10 @@ class Job:
 
     def outcome(self, returncode: int) -> Outcome:
         tail = self.log_tail()
+        if self.container_name and returncode != 0 and self.container_oom_killed():
+            return Outcome.failed(Kind.EVALUATOR, f"The evaluator container exceeded its memory limit "
+                                                  f"({settings.EVALUATOR_MEMORY}) and was stopped. A page that "
+                                                  "allocates without bound is the usual cause; check the log.")
         if returncode < 0:
             return Outcome.retry(f"the evaluator was killed by signal {-returncode}")
         if returncode != 0:
@@ -494,6 +522,12 @@ class Job:
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
                                                   "A maintainer has the log. Not charged to your quota.")
         return Outcome("scored", results=document)
+
+    def container_oom_killed(self) -> bool:
+        from evaluator import container
+
+        state = container.inspect_state(self.container_name, settings.CONTAINER_ENGINE) or {}
+        return bool(state.get("OOMKilled"))
 
     def log_text(self) -> str:
         try:
@@ -509,6 +543,13 @@ class Job:
 
     def scrubbed_log(self) -> str:
         return scrub(self.log_text(), split_secrets(self.tasks.values()))
+
+
+def container_limits():
+    from evaluator.container import ContainerLimits
+
+    return ContainerLimits(memory=settings.EVALUATOR_MEMORY, cpus=settings.EVALUATOR_CPUS,
+                           pids=settings.EVALUATOR_PIDS, wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS)
 
 
 def time_limit_reason(limit: int) -> str:
@@ -539,7 +580,15 @@ def reap(now=None) -> dict:
         Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=unsent), status=Status.QUEUED
     ).values_list("pk", flat=True):
         counts["redispatched"] += dispatch(evaluation_id)
+    counts["generation"] = _reap_generation(now)
     return counts
+
+
+def _reap_generation(now) -> dict:
+    """Generation jobs of model-endpoint submissions are reaped on the same schedule."""
+    from leaderboard import generation
+
+    return generation.reap(now)
 
 
 def reap_node(node: str) -> int:
@@ -550,7 +599,9 @@ def reap_node(node: str) -> int:
     for evaluation in orphans:
         rows = _holding(evaluation, evaluation.claim_token)
         recovered += _recover(evaluation, rows, f"the worker {node} restarted") == "queued"
-    return recovered
+    from leaderboard import generation
+
+    return recovered + generation.reap_node(node)  # the node's generation jobs died with it too
 
 
 def _recover(evaluation: Evaluation, rows, reason: str) -> str:

@@ -12,6 +12,7 @@ data directory, and only in development is ``DEBUG`` on by default.
 
 from __future__ import annotations
 
+import importlib.util
 import secrets
 from pathlib import Path
 
@@ -214,3 +215,100 @@ TASKS_ROOT = Path(env.get_str("IWR_TASKS_ROOT", str(DATA_DIR / "tasks")))
 ARTIFACTS_ROOT = Path(env.get_str("IWR_ARTIFACTS_ROOT", str(DATA_DIR / "artifacts")))
 JOBS_ROOT = Path(env.get_str("IWR_JOBS_ROOT", str(DATA_DIR / "jobs")))
 SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "var" / "benchmark")))
+
+# ---------------------------------------------------------------------------------------
+# Submissions and the scoring pipeline (owner: submissions; leaderboard/submissions.py,
+# quotas.py, pipeline.py, tasks.py). Every value is read from the environment.
+# ---------------------------------------------------------------------------------------
+# Accepted submissions per user, split and UTC day (cancelled-while-queued and failures
+# that are not the submitter's fault are refunded). The held-out test split gets few.
+SUBMISSION_QUOTAS = {
+    "dev": env.get_int("IWR_QUOTA_DEV_PER_DAY", 20, minimum=0),
+    "test": env.get_int("IWR_QUOTA_TEST_PER_DAY", 3, minimum=0),
+}
+# Largest bundle accepted (checked in the browser before upload and again on the server).
+SUBMISSION_MAX_BUNDLE_MB = env.get_int("IWR_MAX_BUNDLE_MB", 200, minimum=1)
+# Protocols offered on the Submit page and the API (the operator adds iwr-official once configured).
+SUBMISSION_PROTOCOLS = env.get_list("IWR_SUBMISSION_PROTOCOLS", ["iwr-det"])
+# A running evaluation writes a heartbeat this often; the reaper re-queues one whose
+# heartbeat is older than the staleness limit (its worker died) and re-sends the wake-up
+# of a queued one nobody picked up within the dispatch limit.
+EVALUATION_HEARTBEAT_SECONDS = env.get_int("IWR_HEARTBEAT_SECONDS", 10, minimum=1)
+EVALUATION_STALE_SECONDS = env.get_int("IWR_REAPER_STALE_SECONDS", 120, minimum=2)
+EVALUATION_REDISPATCH_SECONDS = env.get_int("IWR_REAPER_REDISPATCH_SECONDS", 300, minimum=2)
+EVALUATION_REAPER_INTERVAL_SECONDS = env.get_int("IWR_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Claims per evaluation before an infrastructure failure becomes final (never charged).
+EVALUATION_MAX_ATTEMPTS = env.get_int("IWR_EVALUATION_MAX_ATTEMPTS", 3, minimum=1)
+# Wall-clock limit for scoring one submission (the evaluator also limits each action).
+EVALUATION_TIME_LIMIT_SECONDS = env.get_int("IWR_EVALUATION_TIME_LIMIT", 3600, minimum=10)
+# Recently started evaluations count against a user for this long when choosing whose
+# evaluation runs next (fair scheduling).
+EVALUATION_FAIRNESS_WINDOW_SECONDS = env.get_int("IWR_FAIRNESS_WINDOW_SECONDS", 3600, minimum=0)
+# How the worker starts the evaluator (the same CLI people run; shell words, default
+# "<this python> -m evaluator") and the process sandbox it is asked to use (--sandbox).
+EVALUATOR_COMMAND = env.get_str("IWR_EVALUATOR_COMMAND", "")
+# Sandbox: bubblewrap | none | container; empty = the evaluator's default (bubblewrap).
+# Workers: parallel browser processes per job; 0 = one per CPU core.
+EVALUATOR_SANDBOX = env.get_choice("IWR_EVALUATOR_SANDBOX", "", ("", "bubblewrap", "none", "container"))
+EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
+# Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".
+EVALUATOR_EXTRA_ARGS = env.get_str("IWR_EVALUATOR_EXTRA_ARGS", "")
+CELERY_BEAT_SCHEDULE = {
+    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(EVALUATION_REAPER_INTERVAL_SECONDS)},
+}
+# Shared by the site and the workers so a worker's leaderboard-generation bump reaches every
+# page cache (a per-process memory cache would not). IWR_CACHE_URL=redis://... for scale-out.
+_cache_url = env.get_str("IWR_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+    if _cache_url
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
+}
+
+# ---------------------------------------------------------------------------------------
+# Leaderboard pages, exports and API (owner: leaderboard; leaderboard/ranking.py).
+# ---------------------------------------------------------------------------------------
+# Which of a researcher's scored submissions of one model represents it on the board:
+# "best" (highest Final) or "latest" (most recently scored).
+LEADERBOARD_SELECTION = env.get_choice("IWR_LEADERBOARD_SELECTION", "best", ("best", "latest"))
+# Rows per leaderboard page (the exports and the API always hold every row).
+LEADERBOARD_PAGE_SIZE = env.get_int("IWR_LEADERBOARD_PAGE_SIZE", 100, minimum=10)
+# Plotly's browser bundle ships inside the pinned `plotly` Python package: served from there
+# as static/vendor/plotly/plotly.min.js, so no third-party code is committed or fetched from a CDN.
+# (find_spec locates the package without importing it.)
+STATICFILES_DIRS = [
+    *STATICFILES_DIRS,
+    ("vendor/plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+]
+
+# ---------------------------------------------------------------------------------------
+# Model-endpoint submissions (owner: generation; leaderboard/generation.py, crypto.py,
+# generation_tasks.py). Every value is read from the environment.
+# ---------------------------------------------------------------------------------------
+# Secret from which the key that encrypts submitted API keys at rest is derived (HKDF);
+# empty = derived from DJANGO_SECRET_KEY. Changing either makes the keys of jobs not yet
+# finished unreadable (those jobs fail with a message asking to submit again).
+IWR_ENCRYPTION_KEY = env.get_str("IWR_ENCRYPTION_KEY", "")
+# One chat-completions request may take this long; rate limits, server errors and
+# timeouts are retried this many extra times (with backoff, honouring Retry-After).
+GENERATION_REQUEST_TIMEOUT_SECONDS = env.get_int("IWR_GENERATION_REQUEST_TIMEOUT", 600, minimum=5)
+GENERATION_RETRIES = env.get_int("IWR_GENERATION_RETRIES", 3, minimum=0)
+# Wall-clock limit for generating every page of a split (Celery's limits sit just above).
+GENERATION_TIME_LIMIT_SECONDS = env.get_int("IWR_GENERATION_TIME_LIMIT", 4 * 3600, minimum=60)
+# Requests one generation job keeps in flight at once.
+GENERATION_CONCURRENCY = env.get_int("IWR_GENERATION_CONCURRENCY", 2, minimum=1)
+# The largest answer length (max tokens) a submitter may ask for.
+GENERATION_MAX_TOKENS = env.get_int("IWR_GENERATION_MAX_TOKENS", 64000, minimum=1000)
+# Endpoints on loopback, private, link-local or other non-public addresses are refused:
+# otherwise a stranger could make the worker post to internal services. On for
+# development (a local model server); tests switch it on where they need it.
+GENERATION_ALLOW_PRIVATE_ENDPOINTS = env.get_bool("IWR_GENERATION_ALLOW_PRIVATE_ENDPOINTS",
+                                                  IWR_ENV == "development")
+
+# Container sandbox (IWR_EVALUATOR_SANDBOX=container): each job runs in a fresh evaluator
+# container started through this engine; limits per job (docker/README.md).
+CONTAINER_ENGINE = env.get_choice("IWR_CONTAINER_ENGINE", "docker", ("docker", "podman"))
+EVALUATOR_IMAGE = env.get_str("IWR_EVALUATOR_IMAGE", "iwr/evaluator:latest")
+EVALUATOR_MEMORY = env.get_pattern("IWR_EVALUATOR_MEMORY", "2g", r"[1-9][0-9]*[kmg]?", "a size such as 2g or 1536m")
+EVALUATOR_CPUS = env.get_int("IWR_EVALUATOR_CPUS", 2, minimum=1)
+EVALUATOR_PIDS = env.get_int("IWR_EVALUATOR_PIDS", 512, minimum=64)

@@ -207,7 +207,14 @@ def queue_evaluation(submission: Submission, protocol, *, rescore: bool = False)
 def cancel(submission: Submission) -> Evaluation:
     """Cancel the submission's own evaluation. Queued: cancelled at once and the quota refunded.
     Running: marked cancelled; its worker notices at the next heartbeat and stops (the slot is
-    spent). Raises NotCancellable once it has finished."""
+    spent). Raises NotCancellable once it has finished. An endpoint submission still generating
+    its pages is cancelled by :func:`leaderboard.generation.cancel` (the same rules)."""
+    if submission.kind == Submission.Kind.ENDPOINT:
+        from leaderboard import generation
+
+        cancelled = generation.cancel(submission)
+        if cancelled is not None:
+            return cancelled
     evaluation = submission.primary_evaluation
     if evaluation is None or evaluation.is_finished:
         state = evaluation.get_status_display() if evaluation else "not evaluated"
@@ -229,7 +236,9 @@ def cancel(submission: Submission) -> Evaluation:
 
 
 def rescorable(submission: Submission) -> bool:
-    return submission.kind in (Submission.Kind.BUNDLE, Submission.Kind.BASELINE) and bool(submission.bundle)
+    """Anything with a stored bundle: uploaded, a baseline, or generated from an endpoint."""
+    kinds = (Submission.Kind.BUNDLE, Submission.Kind.BASELINE, Submission.Kind.ENDPOINT)
+    return submission.kind in kinds and bool(submission.bundle)
 
 
 def queue_rescore(submission: Submission) -> Evaluation | None:
@@ -289,7 +298,7 @@ def status_payload(submission: Submission, viewer) -> dict:
     payload = {
         "id": submission.pk, "model_name": submission.model_name, "split": submission.split,
         "protocol": submission.protocol, "public": submission.public, "created_at": submission.created_at,
-        "status": evaluation.status if evaluation else "not evaluated",
+        "status": evaluation.status if evaluation else _unevaluated_status(submission),
         "progress": {"tasks_done": evaluation.tasks_done if evaluation else 0,
                      "tasks_total": evaluation.tasks_total if evaluation else 0},
         "verified": submission.verified, "flagged": submission.flagged, "flag_reason": submission.flag_reason,
@@ -298,7 +307,16 @@ def status_payload(submission: Submission, viewer) -> dict:
         payload.update(evaluation_payload(evaluation, viewer))
     if can_manage(viewer, submission):
         payload["charged"] = submission.charged
+        if submission.kind == Submission.Kind.ENDPOINT:
+            from leaderboard import generation
+
+            payload["generation"] = generation.generation_summary(submission)
     return payload
+
+
+def _unevaluated_status(submission: Submission) -> str:
+    """An endpoint submission has no evaluation while its pages are being generated."""
+    return "generating" if submission.kind == Submission.Kind.ENDPOINT else "not evaluated"
 
 
 def evaluation_payload(evaluation: Evaluation, viewer) -> dict:

@@ -7,6 +7,9 @@
     GET  /api/v1/endpoint-submissions/      your endpoint submissions and their generation state
     GET  /api/v1/endpoint-submissions/ID/   one of them (owner or staff): generation progress, the reason
                                             each missing page is missing, the evaluation once queued
+    POST /api/v1/endpoint-submissions/ID/cancel/
+                                            cancel (queued: quota refunded; generating: stops between tasks;
+                                            being scored: the evaluation is cancelled); 409 once finished
 
 The same form and rules as /submit/endpoint/. The API key is accepted once and never
 returned; once pages are generated, follow scoring at ``/api/v1/submissions/ID/``.
@@ -15,12 +18,13 @@ returned; once pages are generated, follow scoring at ``/api/v1/submissions/ID/`
 from __future__ import annotations
 
 from rest_framework import status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from leaderboard import generation, quotas
+from leaderboard import generation, quotas, submissions
 from leaderboard.api.submissions import form_problems
 from leaderboard.models import GenerationJob
 
@@ -56,6 +60,19 @@ class EndpointSubmissionViewSet(viewsets.ViewSet):
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         payload = generation.status_payload(job)
         return Response({**payload, "status": job.status}, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel an endpoint submission (owner or staff): 200 with its state, 409 once it has finished."""
+        job = generation.managed_job(request.user, _int(pk))
+        if job is None:
+            raise NotFound("No endpoint submission matches the given query.")
+        try:
+            submissions.cancel(job.submission)
+        except submissions.NotCancellable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job.refresh_from_db()
+        return Response(generation.status_payload(job))
 
 
 def _int(value) -> int:

@@ -40,6 +40,8 @@ def load_settings(tmp_path, **variables) -> subprocess.CompletedProcess:
         ({"IWR_ENV": "development", "DJANGO_SECURE_COOKIES": "2"}, "DJANGO_SECURE_COOKIES='2' is not valid"),
         ({"IWR_ENV": "development", "CELERY_BROKER_URL": "redis://x", "CELERY_VISIBILITY_TIMEOUT": "5"},
          "expected an integer >= 60"),
+        ({"IWR_ENV": "development", "IWR_EVALUATOR_MEMORY": "lots"}, "expected a size such as 2g or 1536m"),
+        ({"IWR_ENV": "development", "IWR_CONTAINER_ENGINE": "lxc"}, "IWR_CONTAINER_ENGINE='lxc' is not valid"),
         ({}, "DJANGO_SECRET_KEY is not set"),
         ({"DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY is too short"),
         ({"DJANGO_SECRET_KEY": "x" * 40, "DJANGO_DEBUG": "1"}, "DJANGO_DEBUG=1 is refused with IWR_ENV=production"),
