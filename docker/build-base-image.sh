@@ -10,6 +10,7 @@ if docker image inspect "$NAME" >/dev/null 2>&1; then echo "$NAME already presen
 command -v debootstrap >/dev/null || { echo "debootstrap not found: apt-get install -y debootstrap" >&2; exit 1; }
 ROOTFS="$(mktemp -d)"
 trap 'rm -rf "$ROOTFS"' EXIT
+chmod 755 "$ROOTFS"  # becomes the image's "/": mktemp's 0700 would lock every non-root user out
 debootstrap --variant=minbase bookworm "$ROOTFS" "$MIRROR" >/dev/null
 # Same apt sources as the host, so packages (and their versions) match.
 cat > "$ROOTFS/etc/apt/sources.list" <<SRC

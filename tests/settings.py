@@ -10,6 +10,9 @@ import tempfile
 os.environ.setdefault("IWR_ENV", "test")
 os.environ.setdefault("IWR_DATA_DIR", tempfile.mkdtemp(prefix="iwr-test-data-"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+# The file cache keeps throttle counters for the whole session: a busy suite must not hit 429s.
+os.environ.setdefault("IWR_API_ANON_RATE", "100000/minute")
+os.environ.setdefault("IWR_API_USER_RATE", "100000/minute")
 
 from leaderboard.settings import *  # noqa: E402,F403
 

@@ -1,0 +1,73 @@
+"""Baseline rows scored by the evaluator itself, on every split: reference pages (upper bound),
+scripts-stripped snapshots (look right, do nothing) and empty pages (lower bound).
+
+Each baseline is a public ``Submission(kind=baseline)`` owned by nobody and never charged,
+queued like any submission. Queuing again is a no-op while the same protocol version already
+has a live (queued, running or scored) evaluation of it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from django.core.files import File
+from django.db import transaction
+
+from evaluator.baselines import KINDS, build_baselines
+from evaluator.bundle import make_bundle_zip
+from evaluator.protocols import get_protocol
+from leaderboard.models import Evaluation, Submission
+
+ORGANISATION = "IWR-Bench maintainers"
+LIVE = (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING, Evaluation.Status.SCORED)
+
+
+def existing(split: str, kind: str) -> Submission | None:
+    return Submission.objects.filter(kind=Submission.Kind.BASELINE, split=split, model_name=KINDS[kind]).first()
+
+
+def needs_scoring(split: str, kind: str, protocol) -> bool:
+    submission = existing(split, kind)
+    return submission is None or not submission.evaluations.filter(protocol=protocol.full_name,
+                                                                   status__in=LIVE).exists()
+
+
+def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det") -> list[Evaluation]:
+    """Build and queue the baselines of ``split`` that are not scored under the protocol yet."""
+    from leaderboard import pipeline
+    from leaderboard.submissions import queue_evaluation
+
+    protocol = get_protocol(protocol_name)
+    kinds = [kind for kind in KINDS if needs_scoring(split, kind, protocol)]
+    if not kinds:
+        return []
+    queued = []
+    with tempfile.TemporaryDirectory(prefix="iwr-baselines-") as tmp:
+        build_baselines(data_path, Path(tmp), kinds)
+        for kind in kinds:
+            pages = {p.name: p for p in sorted((Path(tmp) / kind).iterdir()) if p.is_dir()}
+            zipped = make_bundle_zip(pages, Path(tmp) / f"{kind}.zip")
+            with transaction.atomic():
+                submission = existing(split, kind) or _create(split, kind, zipped)
+                evaluation = queue_evaluation(submission, protocol)
+                transaction.on_commit(lambda pk=evaluation.pk: pipeline.dispatch(pk))
+            queued.append(evaluation)
+    return queued
+
+
+def _create(split: str, kind: str, zipped: Path) -> Submission:
+    submission = Submission(kind=Submission.Kind.BASELINE, owner=None, split=split, model_name=KINDS[kind],
+                            organisation=ORGANISATION, public=True, charged=False, open_weights=True,
+                            description=_DESCRIPTIONS[kind], bundle_size=zipped.stat().st_size)
+    with open(zipped, "rb") as handle:
+        submission.bundle.save(f"baseline-{split}-{kind}.zip", File(handle), save=False)
+    submission.save()
+    return submission
+
+
+_DESCRIPTIONS = {
+    "reference": "Each task's own reference page, submitted as a bundle: what a perfect reconstruction scores.",
+    "snapshot": "The reference page's initial view with every script removed: it looks right and does nothing.",
+    "empty": "An empty page for every task: the floor.",
+}
