@@ -1,0 +1,181 @@
+"""``python -m evaluator score``: replay and score a bundle against a task set.
+
+The job runs inside the process sandbox (bubblewrap by default): this command re-runs
+itself inside it, with only the output folder (and the OCR cache, if given) writable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from evaluator.cli import UsageError
+
+log = logging.getLogger("evaluator.score")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "score", help="replay and score a bundle of generated pages",
+        description="Replay every task's actions on the bundle's pages in headless Chromium and score them. "
+                    "Writes OUT/results.json, OUT/progress.jsonl and per-task artifacts under OUT/tasks/<id>/.",
+    )
+    parser.add_argument("--data", required=True, type=Path, help="the task set's data.jsonl")
+    parser.add_argument("--bundle", required=True, type=Path, help="bundle zip or folder (<id>/index.html)")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (created)")
+    parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all)")
+    parser.add_argument("--protocol", default="iwr-det", help="scoring protocol (default: iwr-det)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
+    parser.add_argument("--sandbox", choices=("bubblewrap", "none", "container"),
+                        default=os.environ.get("IWR_SANDBOX", "bubblewrap"),
+                        help="process sandbox for the job (default: $IWR_SANDBOX or bubblewrap)")
+    parser.add_argument("--allow-unsandboxed", action="store_true",
+                        help="development only: permit --sandbox none and a fallback when bubblewrap is missing")
+    parser.add_argument("--ocr-cache", type=Path, default=None,
+                        help="folder that keeps reference OCR results between runs (writable in the sandbox)")
+    parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
+    parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
+    parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _check_inputs(args)
+    from evaluator import sandbox
+
+    if sandbox.inside_sandbox() or args.sandbox == "none" and sandbox.unsandboxed_allowed(args.allow_unsandboxed):
+        if args.sandbox == "none":
+            sandbox.resolve_backend("none", allow_unsandboxed=True)  # logs the loud warning
+        return _score_here(args)
+    return _score_in_sandbox(args)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    if not args.data.is_file():
+        raise UsageError(f"--data {args.data}: no such file")
+    if not args.bundle.exists():
+        raise UsageError(f"--bundle {args.bundle}: no such file or folder")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a folder")
+
+
+def _task_keys(args) -> list[str] | None:
+    if not args.tasks:
+        return None
+    keys = [k.strip() for k in args.tasks.split(",") if k.strip()]
+    if not keys:
+        raise UsageError("--tasks lists no task id")
+    return keys
+
+
+def _score_here(args: argparse.Namespace) -> int:
+    from evaluator.runner import JobError, WorkerError, score
+
+    try:
+        results = score(args.data, args.bundle, args.out, task_keys=_task_keys(args), protocol=args.protocol,
+                        workers=args.workers, ocr_cache_dir=args.ocr_cache, record_video=not args.no_video,
+                        progress=_print_progress)
+    except JobError as exc:
+        raise UsageError(str(exc)) from None
+    except WorkerError as exc:  # the machine, not the input: nothing scored, exit 1 (retryable)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    summary = results["summary"]
+    print(json.dumps({k: summary.get(k) for k in ("final", "ifs", "vfs", "n_tasks")}))
+    return 0
+
+
+def _print_progress(event: dict) -> None:
+    error = f" ({event['error']})" if event.get("error") else ""
+    print(f"[{event['done']}/{event['total']}] task {event['task']}: final {event.get('final', 0):.3f}{error}",
+          file=sys.stderr)
+
+
+def _score_in_sandbox(args: argparse.Namespace) -> int:
+    from evaluator import sandbox
+
+    _precheck(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    writable = [args.out] + ([args.ocr_cache] if args.ocr_cache else [])
+    if args.ocr_cache:
+        args.ocr_cache.mkdir(parents=True, exist_ok=True)
+    limits = _job_limits(args)
+    try:
+        result = sandbox.run_job(_inner_argv(args), writable, backend=args.sandbox, limits=limits,
+                                 allow_unsandboxed=args.allow_unsandboxed, cwd=Path.cwd(), env=_inner_env(),
+                                 readable=_inputs(args))
+    except sandbox.SandboxError as exc:
+        raise UsageError(str(exc)) from None
+    if result.timed_out or result.memory_exceeded:
+        print(f"error: {result.reason}", file=sys.stderr)
+        return 1
+    return result.returncode if result.returncode >= 0 else 1  # the job printed its own reason
+
+
+def _precheck(args: argparse.Namespace) -> None:
+    """Refuse unusable inputs here, with one line, before a sandbox is started for them."""
+    from evaluator.bundle import validate_bundle
+    from evaluator.dataset import DatasetError, load_dataset
+    from evaluator.runner import JobError, check_protocol
+
+    try:
+        check_protocol(args.protocol)
+        dataset = load_dataset(args.data)
+    except (JobError, DatasetError) as exc:
+        raise UsageError(str(exc)) from None
+    keys = _task_keys(args) or dataset.keys
+    unknown = [k for k in keys if k not in set(dataset.keys)]
+    if unknown:
+        raise UsageError(f"unknown task id(s) {', '.join(unknown)} in {args.data}")
+    problems = validate_bundle(args.bundle, set(keys))
+    if problems:
+        raise UsageError(f"bundle rejected ({len(problems)} problem(s)): " + "; ".join(problems[:5]))
+
+
+def _inner_argv(args: argparse.Namespace) -> list[str]:
+    """The same command, with absolute paths, for the process inside the sandbox."""
+    argv = [sys.executable, "-m", "evaluator", "score", "--data", str(args.data.resolve()),
+            "--bundle", str(args.bundle.resolve()), "--out", str(args.out.resolve()),
+            "--protocol", args.protocol, "--sandbox", args.sandbox]
+    if args.tasks:
+        argv += ["--tasks", args.tasks]
+    if args.workers:
+        argv += ["--workers", str(args.workers)]
+    if args.ocr_cache:
+        argv += ["--ocr-cache", str(args.ocr_cache.resolve())]
+    if args.no_video:
+        argv.append("--no-video")
+    return argv
+
+
+def _inputs(args: argparse.Namespace) -> list[Path]:
+    """What the job reads: the task set's folder, the bundle and this evaluator's code."""
+    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2]]
+
+
+def _inner_env() -> dict:
+    """The job imports this very evaluator package, wherever the command was started from."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
+def _job_limits(args: argparse.Namespace):
+    from evaluator.protocols import get_protocol
+    from evaluator.sandbox import JobLimits
+
+    try:
+        limits = get_protocol(args.protocol).params.get("limits", {})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    workers = args.workers or os.cpu_count() or 1
+    time_s = args.time_limit or float(limits.get("job_timeout_s", 3600))
+    memory = args.memory_limit_mb or int(limits.get("job_memory_mb_per_worker", 3072)) * workers + 1024
+    return JobLimits(time_s=time_s, memory_mb=memory)

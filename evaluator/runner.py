@@ -1,0 +1,423 @@
+"""Score a bundle against a task set: the job behind ``python -m evaluator score``.
+
+``score()`` reads the task set, takes in the bundle, replays the tasks in parallel worker
+processes and writes::
+
+    OUT/results.json            the contract (protocol, evaluator_version, tasks, summary)
+    OUT/progress.jsonl          one JSON line per finished task, appended as they finish
+    OUT/job.json                how the job ran (bundle warnings, workers, timings)
+    OUT/tasks/<key>/result.json one task's result, written as soon as it finishes
+    OUT/tasks/<key>/step_<k>.png, replay.mp4, console.json, blocked.json
+
+Each worker process runs ONE Chromium and gives every task a fresh context. A worker
+that dies or hangs is killed and replaced; its task is recorded with the reason and the
+rest of the run goes on. Missing pages score 0 with error "missing".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import os
+import queue
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SCORE_KEYS = ("ifs", "vfs", "final", "low_level", "high_level")
+BUNDLE_DIR = ".bundle"
+STARTUP_GRACE_S = 60.0  # a worker's start (imports + Chromium launch) must fit in this
+VIDEO_DRAIN_S = 120.0  # a stopping worker finishes its last video conversions within this
+MAX_FAILED_STARTS = 3  # workers dying before their first task: the environment is broken, stop
+
+
+class JobError(ValueError):
+    """The job's inputs cannot be used; the message is one line."""
+
+
+class WorkerError(RuntimeError):
+    """The evaluator itself cannot run here (workers fail to start); nothing was scored."""
+
+
+@dataclass
+class Job:
+    """Everything a worker needs to replay tasks (sent to worker processes, so plain data)."""
+
+    data_path: Path
+    out_dir: Path
+    protocol: str
+    pages: dict[str, str]  # task key -> index.html path
+    ocr_cache_dir: str | None = None
+    record_video: bool = True
+    limits_override: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-det", workers: int | None = None,
+          progress: Callable[[dict], None] | None = None, ocr_cache_dir=None, record_video: bool = True,
+          limits: dict | None = None) -> dict:
+    """Score ``bundle_path`` on the tasks of ``data_path``; write OUT/results.json and return it.
+
+    Raises JobError (one line) when the inputs cannot be used.
+    """
+    from evaluator import __version__
+
+    started = time.monotonic()
+    out_dir = Path(out_dir)
+    proto = _protocol(protocol)
+    dataset, tasks = _tasks(Path(data_path), task_keys)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "progress.jsonl").write_text("")
+    bundle = _bundle(Path(bundle_path), out_dir, tasks)
+    try:
+        job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.name,
+                  {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
+                  record_video, dict(limits or {}))
+        workers = _worker_count(workers, len(tasks))
+        results = _run_all(job, tasks, workers, progress)
+    finally:
+        shutil.rmtree(out_dir / BUNDLE_DIR, ignore_errors=True)
+    ordered = {t.key: results[t.key] for t in tasks}
+    document = {"protocol": proto.full_name, "evaluator_version": __version__, "tasks": ordered,
+                "summary": _summary(ordered, tasks)}
+    _write_json(out_dir / "results.json", document)
+    _write_json(out_dir / "job.json", _job_info(bundle, dataset, workers, started))
+    return document
+
+
+def check_protocol(name: str):
+    """The protocol called ``name`` if this evaluator can score with it; JobError otherwise."""
+    return _protocol(name)
+
+
+def _protocol(name: str):
+    from evaluator.protocols import get_protocol
+
+    try:
+        proto = get_protocol(name)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    if proto.requires_llm:
+        raise JobError(f"protocol {proto.full_name} needs an LLM endpoint, which this evaluator does not "
+                       f"configure yet; use iwr-det")
+    return proto
+
+
+def _tasks(data_path: Path, task_keys):
+    from evaluator.dataset import DatasetError, load_dataset
+
+    try:
+        dataset = load_dataset(data_path)
+    except DatasetError as exc:
+        raise JobError(str(exc)) from None
+    if not task_keys:
+        return dataset, list(dataset.tasks)
+    wanted = [str(k) for k in task_keys]
+    unknown = [k for k in wanted if k not in set(dataset.keys)]
+    if unknown:
+        raise JobError(f"unknown task id(s) {', '.join(unknown)} in {data_path}")
+    return dataset, [t for t in dataset.tasks if t.key in set(wanted)]
+
+
+def _bundle(bundle_path: Path, out_dir: Path, tasks):
+    from evaluator.bundle import BundleError, extract_bundle
+
+    if not bundle_path.exists():
+        raise JobError(f"bundle {bundle_path} does not exist")
+    dest = out_dir / BUNDLE_DIR
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        return extract_bundle(bundle_path, dest, {t.key for t in tasks})
+    except BundleError as exc:
+        raise JobError(str(exc)) from None
+
+
+def _worker_count(workers: int | None, n_tasks: int) -> int:
+    wanted = workers if workers and workers > 0 else (os.cpu_count() or 1)
+    return max(1, min(wanted, n_tasks))
+
+
+def _summary(results: dict, tasks) -> dict:
+    from evaluator.scoring import summarize
+
+    return summarize(results, tasks)
+
+
+def _job_info(bundle, dataset, workers, started: float) -> dict:
+    from evaluator.sandbox import ACTIVE_ENV
+
+    return {"bundle": {"missing": bundle.missing, "unmatched": bundle.unmatched, "warnings": bundle.warnings},
+            "numbering": dataset.numbering, "workers": workers, "sandbox": os.environ.get(ACTIVE_ENV) or "none",
+            "elapsed_s": round(time.monotonic() - started, 2)}
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+@dataclass
+class _Slot:
+    """One worker process and the task it is busy with."""
+
+    process: multiprocessing.Process
+    inbox: object
+    task: str | None = None
+    since: float = 0.0
+    ready: bool = False
+
+
+def _run_all(job: Job, tasks, n_workers: int, progress) -> dict[str, dict]:
+    """Run every task; missing pages are scored at once, the rest by worker processes."""
+    results: dict[str, dict] = {}
+    reporter = _Progress(job.out_dir, len(tasks), progress)
+    todo = []
+    for task in tasks:
+        if task.key in job.pages:
+            todo.append(task.key)
+        else:
+            results[task.key] = _finish(job, task.key, _missing(task), reporter)
+    if todo:
+        results.update(_pool(job, todo, n_workers, reporter, {t.key: t for t in tasks}))
+    return results
+
+
+def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict) -> dict[str, dict]:
+    ctx = multiprocessing.get_context("spawn")
+    outbox = ctx.Queue()
+    pool = _Pool(ctx, job, outbox, reporter, by_key)
+    pending = list(todo)
+    pool.slots = [pool.start() for _ in range(n_workers)]
+    try:
+        while len(pool.results) < len(todo):
+            for slot in pool.slots:
+                if slot.ready and slot.task is None and pending:
+                    slot.task, slot.since = pending.pop(0), time.monotonic()
+                    slot.inbox.put(slot.task)
+            _collect(outbox, pool, timeout=0.2)
+            for i, slot in enumerate(pool.slots):
+                reason = _broken(slot, pool.task_limit)
+                if reason:
+                    pool.replace(i, reason)
+            if pool.failed_starts >= MAX_FAILED_STARTS:
+                raise WorkerError(f"evaluator workers could not start: {pool.last_fatal or 'see the job log'}")
+    finally:
+        for slot in pool.slots:
+            _stop(slot)
+    return pool.results
+
+
+class _Pool:
+    """Worker bookkeeping: start, replace, give up after repeated start failures."""
+
+    def __init__(self, ctx, job: Job, outbox, reporter, by_key: dict):
+        self.ctx, self.job, self.outbox, self.reporter, self.by_key = ctx, job, outbox, reporter, by_key
+        self.slots: list[_Slot] = []
+        self.results: dict[str, dict] = {}
+        self.failed_starts = 0
+        self.last_fatal: str | None = None
+        self.task_limit = _task_limit(job)
+        self._next = 0
+
+    def start(self) -> _Slot:
+        self._next += 1
+        return _start(self.ctx, self.job, self.outbox, self._next)
+
+    def replace(self, i: int, reason: str) -> None:
+        slot = self.slots[i]
+        log.warning("worker %s: %s (task %s)", slot.process.name, reason, slot.task)
+        self.failed_starts += 0 if slot.ready else 1
+        _stop(slot)
+        if slot.task is not None and slot.task not in self.results:
+            self.fail(slot.task, reason)
+        self.slots[i] = self.start()
+
+    def fail(self, key: str, reason: str) -> None:
+        self.results[key] = _finish(self.job, key, _failed(self.by_key[key], reason), self.reporter)
+
+
+def _start(ctx, job: Job, outbox, index: int) -> _Slot:
+    inbox = ctx.Queue()
+    process = ctx.Process(target=_worker_main, args=(job, inbox, outbox, index), name=f"iwr-worker-{index}",
+                          daemon=False)
+    process.start()
+    return _Slot(process, inbox, since=time.monotonic())
+
+
+def _collect(outbox, pool: _Pool, timeout: float) -> None:
+    """Handle one message from the workers: ready, fatal (cannot start) or a finished task."""
+    try:
+        kind, index, payload = outbox.get(timeout=timeout)
+    except queue.Empty:
+        return
+    slot = next((s for s in pool.slots if s.process.name == f"iwr-worker-{index}"), None)
+    if kind == "ready" and slot is not None:
+        slot.ready = True
+    elif kind == "fatal":
+        pool.last_fatal = payload
+    elif kind == "done":
+        key, result = payload
+        if key not in pool.results:
+            pool.results[key] = _finish(pool.job, key, result, pool.reporter)
+        if slot is not None and slot.task == key:
+            slot.task = None
+
+
+def _broken(slot: _Slot, task_limit: float) -> str | None:
+    """Why a worker must be replaced, or None while it is healthy."""
+    if not slot.process.is_alive():
+        return "worker process died"
+    if not slot.ready and time.monotonic() - slot.since > STARTUP_GRACE_S:
+        return "worker did not start"
+    if slot.task is not None and time.monotonic() - slot.since > task_limit:
+        return "task time limit exceeded; worker killed"
+    return None
+
+
+def _stop(slot: _Slot) -> None:
+    """Ask a worker to stop; kill its whole process group (Chromium included) if it does not."""
+    with contextlib.suppress(Exception):
+        slot.inbox.put(None)
+    # An idle worker may still be finishing replay videos; a busy one is killed at once.
+    slot.process.join(timeout=0 if slot.task else VIDEO_DRAIN_S)
+    if slot.process.is_alive() and slot.process.pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(slot.process.pid, signal.SIGKILL)
+        slot.process.join(timeout=5)
+
+
+def _task_limit(job: Job) -> float:
+    from evaluator.protocols import get_protocol
+
+    limits = {**get_protocol(job.protocol).params.get("limits", {}), **job.limits_override}
+    # The worker enforces the task limit itself; this is the backstop for a worker that cannot.
+    return float(limits.get("task_timeout_s", 120)) + 3 * float(limits.get("kill_grace_s", 5)) + 30
+
+
+def _finish(job: Job, key: str, result: dict, reporter) -> dict:
+    task_dir = job.out_dir / "tasks" / key
+    task_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(task_dir / "result.json", result)
+    reporter.done(key, result)
+    return result
+
+
+def _missing(task) -> dict:
+    from evaluator.replay import missing_result
+
+    return missing_result(task)
+
+
+def _failed(task, reason: str) -> dict:
+    return {**_missing(task), "error": reason}
+
+
+class _Progress:
+    """Appends one line per finished task to OUT/progress.jsonl and calls the hook."""
+
+    def __init__(self, out_dir: Path, total: int, hook):
+        self.path = out_dir / "progress.jsonl"
+        self.total = total
+        self.count = 0
+        self.hook = hook
+
+    def done(self, key: str, result: dict) -> None:
+        self.count += 1
+        event = {"task": key, "done": self.count, "total": self.total, "error": result.get("error"),
+                 **{k: result.get(k) for k in SCORE_KEYS}}
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event) + "\n")
+        if self.hook is not None:
+            self.hook(event)
+
+
+def _write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- worker process
+
+
+def _worker_main(job: Job, inbox, outbox, index: int) -> None:
+    """A worker: one Chromium, a fresh context per task, relaunched if a hostile page killed it."""
+    os.setpgrp()  # the parent can kill this worker together with its Chromium
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    logging.basicConfig(level=logging.WARNING)
+    from evaluator.browser import BrowserError, launch
+
+    try:
+        worker = _Worker(job)
+        while True:
+            with launch(sandbox=True, heap_mb=worker.limits.get("js_heap_mb")) as browser:
+                outbox.put(("ready", index, None))
+                if not worker.serve(browser, inbox, outbox, index):
+                    return
+    except BrowserError as exc:  # the parent stops the job with this reason after repeated failures
+        outbox.put(("fatal", index, str(exc)))
+        raise SystemExit(3) from None
+
+
+class _Worker:
+    """State a worker keeps across tasks: dataset, protocol parameters, OCR cache."""
+
+    def __init__(self, job: Job):
+        from evaluator.dataset import load_dataset
+        from evaluator.metrics.ocr import OcrCache
+        from evaluator.protocols import get_protocol
+
+        _warm_up()
+        self.job = job
+        self.dataset = load_dataset(job.data_path)
+        self.params = get_protocol(job.protocol).params
+        self.params["limits"] = {**self.params.get("limits", {}), **job.limits_override}
+        self.limits = self.params["limits"]
+        self.cache = OcrCache(directory=job.ocr_cache_dir)
+        self.videos: list = []  # conversions still running while the next task replays
+
+    def serve(self, browser, inbox, outbox, index: int) -> bool:
+        """Run tasks until told to stop (False) or the browser died (True: relaunch)."""
+        from evaluator.replay import reap_video_conversions
+
+        while True:
+            key = inbox.get()
+            if key is None:
+                reap_video_conversions(self.videos, wait=True)
+                return False
+            result = self.run(browser, key)
+            outbox.put(("done", index, (key, result)))
+            reap_video_conversions(self.videos)
+            if not browser.pw_browser.is_connected():
+                return True
+
+    def run(self, browser, key: str) -> dict:
+        from evaluator.replay import TaskRun, replay_task
+
+        task = self.dataset.task(key)
+        run = TaskRun(task, Path(self.job.pages[key]), self.job.out_dir / "tasks" / key, self.params,
+                      self.dataset.numbering, cache=self.cache, record_video=self.job.record_video,
+                      pending_videos=self.videos)
+        try:
+            return replay_task(browser, run)
+        except Exception as exc:  # a bug or broken input must cost this task only, not the run
+            log.exception("task %s failed", key)
+            return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def _warm_up() -> None:
+    """Import the scoring stack before the first task, so no task pays for it inside its limits."""
+    import evaluator.agents.actions  # noqa: F401
+    import evaluator.agents.targeting  # noqa: F401
+    import evaluator.bundle  # noqa: F401
+    import evaluator.judges.assertion  # noqa: F401
+    import evaluator.judges.reference  # noqa: F401
+    import evaluator.metrics.checkpoint  # noqa: F401
+    import evaluator.scoring  # noqa: F401

@@ -1,0 +1,222 @@
+"""Chromium lifecycle: routing at the fake origin, repeatable pages, settling, screenshots, video, sandbox."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from evaluator.browser import SiteMap, content_type, launch, page_session
+
+pytestmark = pytest.mark.browser
+
+W, H = 480, 320
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launch() as b:
+        yield b
+
+
+def make_site(root: Path, html: str, files: dict[str, bytes | str] | None = None,
+              assets: dict[str, bytes] | None = None) -> SiteMap:
+    page = root / "page"
+    page.mkdir(parents=True, exist_ok=True)
+    (page / "index.html").write_text(html)
+    for name, data in (files or {}).items():
+        (page / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    asset_dir = root / "assets"
+    asset_dir.mkdir(exist_ok=True)
+    for name, data in (assets or {}).items():
+        (asset_dir / name).write_bytes(data)
+    return SiteMap(page, asset_dir)
+
+
+def png(size=(10, 10), color=(0, 128, 0)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_it_maps_urls_to_files_and_refuses_traversal(tmp_path: Path):
+    """Index, siblings and assets resolve inside their folders; traversal and unknown paths do not."""
+    site = make_site(tmp_path, "<p>x</p>", {"app.js": "1"}, {"a b.png": png()})
+    (tmp_path / "secret.txt").write_text("secret")
+    assert site.resolve("http://iwr.test/") == site.page_dir.resolve() / "index.html"
+    assert site.resolve("http://iwr.test/index.html?x=1") == site.page_dir.resolve() / "index.html"
+    assert site.resolve("http://iwr.test/app.js").name == "app.js"
+    assert site.resolve("http://iwr.test/__assets__/a%20b.png").name == "a b.png"
+    for bad in ("http://iwr.test/../secret.txt", "http://iwr.test/%2e%2e/secret.txt",
+                "http://iwr.test/__assets__/../page/index.html", "http://iwr.test/__assets__/%2e%2e/secret.txt",
+                "http://iwr.test/missing.js", "http://iwr.test/__assets__/"):
+        assert site.resolve(bad) is None, bad
+
+
+def test_it_gives_files_their_content_types():
+    """Scripts, styles, images and fonts get the types browsers need to use them."""
+    assert content_type(Path("a.js")) == "text/javascript"
+    assert content_type(Path("a.CSS")) == "text/css"
+    assert content_type(Path("a.svg")) == "image/svg+xml"
+    assert content_type(Path("a.woff2")) == "font/woff2"
+    assert content_type(Path("a.unknownext")) == "application/octet-stream"
+
+
+def test_it_serves_the_page_its_siblings_and_assets(browser, tmp_path: Path):
+    """The page at http://iwr.test/ loads its sibling stylesheet and its /__assets__/ image."""
+    html = '<link rel="stylesheet" href="style.css"><h1>Hi</h1><img src="/__assets__/a.png" width="10" height="10">'
+    site = make_site(tmp_path, html, {"style.css": "h1 { color: rgb(255, 0, 0); }"}, {"a.png": png()})
+    with page_session(browser, site, W, H) as session:
+        assert session.page.url == "http://iwr.test/"
+        assert session.page.evaluate("getComputedStyle(document.querySelector('h1')).color") == "rgb(255, 0, 0)"
+        assert session.page.evaluate("document.images[0].naturalWidth") == 10
+        assert session.blocked == [] and session.not_found == []
+
+
+def test_it_blocks_and_records_every_outside_request(browser, tmp_path: Path):
+    """Requests to other origins are aborted and listed with URL and resource type; missing files get 404."""
+    html = """<script>
+      fetch('https://tracker.example/f').catch(() => {});
+      new Image().src = 'http://tracker.example/p.gif';
+      try { new WebSocket('wss://tracker.example/ws'); } catch (e) {}
+      fetch('/nothing-here.json').then(r => document.title = String(r.status));
+    </script>"""
+    with page_session(browser, make_site(tmp_path, html), W, H) as session:
+        session.settle()
+        blocked = {(b["url"], b["type"]) for b in session.blocked}
+        title = session.page.title()
+    assert ("https://tracker.example/f", "fetch") in blocked
+    assert ("http://tracker.example/p.gif", "image") in blocked
+    assert ("wss://tracker.example/ws", "websocket") in blocked
+    assert session.not_found == ["http://iwr.test/nothing-here.json"] and title == "404"
+
+
+def test_it_makes_randomness_and_time_repeatable(browser, tmp_path: Path):
+    """Same seed, same Math.random / crypto values and the same fixed Date; another seed differs."""
+    script = "() => [Math.random(), Math.random(), Array.from(crypto.getRandomValues(new Uint8Array(4))), " \
+             "crypto.randomUUID(), Date.now(), new Date().getTimezoneOffset(), navigator.language]"
+    site = make_site(tmp_path, "<p>r</p>")
+    runs = []
+    for seed in (1, 1, 2):
+        with page_session(browser, site, W, H, seed=seed) as session:
+            runs.append(session.page.evaluate(script))
+    assert runs[0] == runs[1]
+    assert runs[0][:4] != runs[2][:4]
+    assert runs[0][4] == runs[2][4] == 1704110401000  # the fixed time + the load step of 1000 ms
+    assert runs[0][5] == 0 and runs[0][6] == "en-US"
+
+
+def test_it_runs_page_timers_only_when_the_clock_advances(browser, tmp_path: Path):
+    """A 500 ms timer set by a click fires on advance_clock, not during settle."""
+    html = "<button onclick=\"setTimeout(() => document.body.dataset.done = 'yes', 500)\">Go</button>"
+    with page_session(browser, make_site(tmp_path, html), W, H) as session:
+        session.page.click("button")
+        session.settle()
+        before = session.page.evaluate("document.body.dataset.done || 'no'")
+        session.advance_clock()
+        after = session.page.evaluate("document.body.dataset.done || 'no'")
+    assert (before, after) == ("no", "yes")
+
+
+def test_it_dismisses_dialogs_and_closes_popups_and_downloads(browser, tmp_path: Path):
+    """Dialogs never block, popups are closed and downloads refused; all are counted."""
+    html = """<a id="pop" href="http://popup.example/" target="_blank">pop</a>
+    <a id="dl" download="x.bin">dl</a>
+    <script>
+      alert(1); confirm(2); prompt(3); window.open('http://popup.example/2');
+      document.getElementById('dl').href = URL.createObjectURL(new Blob(['x']));
+    </script>"""
+    with page_session(browser, make_site(tmp_path, html), W, H) as session:
+        session.page.click("#pop")
+        session.page.click("#dl")
+        session.settle()
+        session.page.wait_for_timeout(200)  # popup and download events arrive asynchronously
+        counts = session.counts()
+    assert counts["alert"] == counts["confirm"] == counts["prompt"] == counts["open"] == 1
+    assert counts["popups"] == 1 and counts["downloads"] == 1
+
+
+def test_it_settles_quickly_when_quiet_and_within_bound_when_not(browser, tmp_path: Path):
+    """settle() returns soon on a quiet page and stops at its bound on a page that never stops changing."""
+    quiet = make_site(tmp_path / "q", "<p>quiet</p>")
+    busy_html = """<p id="t">0</p><script>
+      const c = new MessageChannel(); let n = 0;
+      c.port1.onmessage = () => { document.getElementById('t').textContent = ++n; c.port2.postMessage(0); };
+      c.port2.postMessage(0);
+    </script>"""
+    with page_session(browser, quiet, W, H) as session:
+        begin = time.monotonic()
+        result = session.settle()
+        quiet_s = time.monotonic() - begin
+    assert result["quiet"] and quiet_s < 0.5
+    with page_session(browser, make_site(tmp_path / "b", busy_html), W, H) as session:
+        begin = time.monotonic()
+        result = session.settle()
+        busy_s = time.monotonic() - begin
+    bound = session.settle_params["dom_quiet_max_ms"] / 1000
+    assert not result["quiet"] and bound <= busy_s < bound + 1.5
+
+
+def test_it_takes_viewport_screenshots_and_records_video(browser, tmp_path: Path):
+    """Screenshots are exactly the viewport; the video file exists only once the context is closed."""
+    site = make_site(tmp_path, "<body style='height:5000px;background:#00f'><input autofocus></body>")
+    with page_session(browser, site, W, H, video_dir=tmp_path / "video") as session:
+        shot = Image.open(io.BytesIO(session.screenshot(tmp_path / "shot.png")))
+        inside = session.video_path
+    assert shot.size == (W, H) and (tmp_path / "shot.png").is_file()
+    assert inside is None and session.video_path is not None and session.video_path.stat().st_size > 0
+
+
+def test_it_unblocks_a_hung_page_by_killing_its_renderers(browser, tmp_path: Path):
+    """A click into an infinite loop returns (with an error) once the renderers are killed."""
+    site = make_site(tmp_path, "<button onclick='while (true) {}'>Hang</button>")
+    with page_session(browser, site, W, H) as session:
+        timer = threading.Timer(1.0, browser.kill_renderers)
+        timer.start()
+        begin = time.monotonic()
+        with pytest.raises(Exception, match="crash|closed|Target"):
+            session.page.click("button", timeout=20000)
+            session.page.evaluate("1")
+        timer.join()
+    assert time.monotonic() - begin < 10 and session.crashed
+    with page_session(browser, make_site(tmp_path / "next", "<p>fine</p>"), W, H) as session:
+        assert session.page.inner_text("p") == "fine"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop applies when the evaluator runs as root")
+def test_chromium_runs_unprivileged_with_its_own_sandbox(browser, tmp_path: Path):
+    """As root, every Chromium process runs as iwr-sandbox and renderers are seccomp-filtered."""
+    import pwd
+
+    with page_session(browser, make_site(tmp_path, "<p>x</p>"), W, H):
+        pids = [browser.pid, *browser.descendant_pids()]
+        renderers = browser.renderer_pids()
+        uids = {_status(pid, "Uid").split()[0] for pid in pids if _status(pid, "Uid")}
+        seccomp = {_status(pid, "Seccomp") for pid in renderers}
+    assert uids == {str(pwd.getpwnam("iwr-sandbox").pw_uid)}
+    assert renderers and seccomp == {"2"}
+
+
+def _status(pid: int, field: str) -> str:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def test_it_settles_across_a_navigation_to_a_sibling_page(browser, tmp_path: Path):
+    """A click that loads another page of the bundle settles on the new document."""
+    site = make_site(tmp_path, '<a id="next" href="second.html">Next</a>', {"second.html": "<h1>Second</h1>"})
+    with page_session(browser, site, W, H) as session:
+        session.page.click("#next", no_wait_after=True)
+        session.settle()
+        assert session.page.url == "http://iwr.test/second.html"
+        assert session.page.inner_text("h1") == "Second"
