@@ -38,6 +38,7 @@ ASSETS_PREFIX = "/__assets__/"
 # the machine (e.g. /dev/shm size), which would make rendering differ between hosts.
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 SANDBOX_USER = "iwr-sandbox"
+CONTAINER_SANDBOX_ENV = "IWR_CHROMIUM_SANDBOX"  # "0" only in docker/Dockerfile.evaluator
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Quiet offline: nothing phones home, no GPU differences between machines.
@@ -139,11 +140,16 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
     """Start Chromium; yield a :class:`Browser`; always stop it and remove its private files.
 
     ``sandbox=False`` turns Chromium's own sandbox off: for development only, logged loudly.
+    The evaluator container sets ``IWR_CHROMIUM_SANDBOX=0``: there the container (no network,
+    read-only, every capability dropped) is the sandbox and Chromium cannot build its own.
     ``heap_mb`` caps each renderer's JavaScript heap so memory bombs crash the page early.
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
+    if os.environ.get(CONTAINER_SANDBOX_ENV) == "0":
+        sandbox = False
+        log.info("Chromium sandbox off: this evaluator runs inside its isolated container")
     _default_browsers_path()
     private = Path(tempfile.mkdtemp(prefix="iwr-browser-"))
     home = Path(tempfile.mkdtemp(prefix="iwr-chromium-home-"))
@@ -152,7 +158,7 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
         args = list(CHROMIUM_ARGS)
         if heap_mb:
             args.append(f"--js-flags=--max-old-space-size={int(heap_mb)}")
-        if not sandbox:
+        if not sandbox and os.environ.get(CONTAINER_SANDBOX_ENV) != "0":
             log.warning("CHROMIUM SANDBOX DISABLED (sandbox=False): development use only")
         with sync_playwright() as pw:
             try:
@@ -472,6 +478,11 @@ def page_session(
     session = None
     try:
         context.add_init_script(INIT_SCRIPT % {"seed": int(seed)})
+        # Marks elements that get click handlers through addEventListener, so the targeting
+        # agent counts them as interactive.
+        from evaluator.agents.targeting import LISTENER_TRACKER_JS
+
+        context.add_init_script(LISTENER_TRACKER_JS)
         page = context.new_page()
         session = PageSession(page, context, site, {**default_settle(), **(settle_params or {})},
                               clock is not None, _video_dir=video_dir)
