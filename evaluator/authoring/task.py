@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from pathlib import Path
 from evaluator.authoring.reference_page import build_reference_page
 from evaluator.authoring.script import AuthoringError, Script, check_task_id, load_script
 from evaluator.authoring.sources import open_source
+from evaluator.dataset.store import atomic_write
 
 DATASET_FILE = "data.jsonl"
 
@@ -136,11 +135,7 @@ def upsert_record(dataset_path: Path, record: dict) -> None:
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write("".join(line + "\n" for line in lines))
-    os.replace(partial, path)
+    atomic_write(path, "".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def _line_key(line: str) -> str | None:

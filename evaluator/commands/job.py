@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from evaluator.cli import UsageError
@@ -72,13 +73,16 @@ def _inside(job_dir: Path, relative: str, key: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     job = read_job(args.job_dir)
-    from evaluator.runner import JobError, score
+    from evaluator.runner import JobError, WorkerError, score
 
     try:
         document = score(job["data"], job["bundle"], args.job_dir / "out", task_keys=job.get("tasks"),
                          protocol=job.get("protocol") or "iwr-det", workers=job.get("workers"))
     except JobError as exc:
         raise UsageError(str(exc)) from None
+    except WorkerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     summary = document["summary"]
     print(f"scored {summary['n_tasks']} tasks under {document['protocol']}: final {summary['final']:.4f}")
     return 0

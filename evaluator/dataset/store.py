@@ -111,17 +111,24 @@ def write_dataset(dataset: Dataset, path: str | Path | None = None, *, copy_file
     """
     target = Path(path) if path is not None else dataset.path
     target.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target, render_jsonl(dataset).encode("utf-8"))
+    atomic_write(target, render_jsonl(dataset).encode("utf-8"))
     if copy_files:
         _copy_task_files(dataset, data_dir_for(target))
     return target
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
+def atomic_write(target: Path, data: bytes) -> None:
+    """Replace ``target`` in one step; readers see the old file or the new one, never half of it.
+
+    The file is made world-readable (temporary files start as 0600): job directories hand data
+    sets to a sandboxed or containerised evaluator running as another user.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False)
     try:
         with handle:
             handle.write(data)
+        os.chmod(handle.name, 0o644)
         os.replace(handle.name, target)
     finally:
         if os.path.exists(handle.name):
