@@ -74,7 +74,7 @@ def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, e
         engine_binary(engine), "run", "--name", name,
         "--network", "none",
         "--read-only",
-        "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_size}",  # noqa: S108 - the container's own tmpfs
+        "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={limits.tmp_size}",  # noqa: S108 - the container's own tmpfs
         "--shm-size", limits.shm_size,
         "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges",

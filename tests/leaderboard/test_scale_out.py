@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.leaderboard.test_pipeline_worker import Worker, harness, scored, wait_for
-from tests.leaderboard.test_pipeline_worker import deployment as _deployment  # noqa: F401 - fixture
-from tests.leaderboard.test_pipeline_worker import services as _services  # noqa: F401 - fixture
+from tests.leaderboard.test_pipeline_worker import Worker, deployment, harness, scored, services, wait_for  # noqa: F401 - fixtures
 
 N_SUBMISSIONS = 4
 
@@ -16,7 +14,7 @@ N_SUBMISSIONS = 4
 @pytest.mark.browser
 @pytest.mark.services
 @pytest.mark.parametrize("deployment", [pytest.param("services", marks=pytest.mark.services)], indirect=True)
-def test_two_dispatchers_split_a_batch_and_score_each_submission_once(deployment, tmp_path):
+def test_two_dispatchers_split_a_batch_and_score_each_submission_once(deployment, tmp_path):  # noqa: F811
     """Both nodes take work from the shared queue; every evaluation ends scored, claimed exactly once."""
     ids = harness(deployment, "setup", 1, N_SUBMISSIONS)["evaluations"]
     nodes = [Worker(deployment, f"host{n}", tmp_path / f"host{n}.log") for n in (1, 2)]
