@@ -3,12 +3,30 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import TemplateView
 
-from leaderboard.views import accounts, site
+from leaderboard.views import accounts, api_docs, rankings, replays, site
+from leaderboard.views import generation as generation_views
+from leaderboard.views import submissions as submission_views
+from leaderboard.views import tasks as task_views
 
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="leaderboard/home.html"), name="home"),
+    # Leaderboard (home), per-category breakdowns, exports and chart data.
+    path("", rankings.home, name="home"),
+    path("leaderboard/categories/", rankings.categories, name="leaderboard-categories"),
+    path("leaderboard/export/", rankings.export, name="leaderboard-export"),
+    path("leaderboard/charts/scores.json", rankings.chart_scores, name="leaderboard-chart-scores"),
+    path("leaderboard/charts/categories.json", rankings.chart_categories, name="leaderboard-chart-categories"),
+    # An evaluation's results, per-task replays (access-checked files) and comparisons.
+    path("results/<int:evaluation_id>/", replays.evaluation_results, name="evaluation-results"),
+    path("results/<int:evaluation_id>/categories.json", replays.evaluation_categories, name="evaluation-categories"),
+    path("results/<int:evaluation_id>/tasks/<str:key>/", replays.replay, name="replay"),
+    path("results/<int:evaluation_id>/tasks/<str:key>/files/<str:name>", replays.replay_file, name="replay-file"),
+    path("compare/", replays.compare_form, name="compare-form"),
+    path("compare/<int:a>/<int:b>/", replays.compare, name="compare"),
+    path("compare/<int:a>/<int:b>/tasks/<str:key>/", replays.compare_replay, name="compare-replay"),
+    # API documentation and schema (no CDN).
+    path("api/docs/", api_docs.api_docs, name="api-docs"),
+    path("api/schema/", api_docs.schema_view, name="api-schema"),
     path("about/", site.about, name="about"),
     path("healthz", site.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -16,6 +34,24 @@ urlpatterns = [
     path("accounts/signup/", accounts.signup, name="signup"),
     path("account/", accounts.account, name="account"),
     path("account/token/", accounts.regenerate_token, name="regenerate-token"),
+    # Task pages (public inputs; dev-split ground truth) and their downloads.
+    path("tasks/", task_views.task_list, name="task-index"),
+    path("tasks/<slug:set_slug>/inputs-<str:split>.zip", task_views.split_inputs_zip, name="task-split-zip"),
+    path("tasks/<slug:set_slug>/<str:key>/", task_views.task_detail, name="task-page"),
+    path("tasks/<slug:set_slug>/<str:key>/inputs.zip", task_views.task_inputs_zip, name="task-zip"),
+    path("tasks/<slug:set_slug>/<str:key>/files/<path:path>", task_views.task_file, name="task-file"),
+    # Submitting and following submissions.
+    path("submit/", submission_views.submit, name="submit"),
+    path("submissions/", submission_views.submission_list, name="submission-list"),
+    path("submissions/<int:pk>/", submission_views.submission_detail, name="submission-detail"),
+    path("submissions/<int:pk>/progress.json", submission_views.submission_progress, name="submission-progress"),
+    path("submissions/<int:pk>/cancel/", submission_views.submission_cancel, name="submission-cancel"),
+    path("submissions/<int:pk>/results.json", submission_views.submission_results, name="submission-results"),
+    # Model-endpoint submissions: the platform generates the pages, then scores them.
+    path("submit/endpoint/", generation_views.submit_endpoint, name="submit-endpoint"),
+    path("submissions/<int:pk>/generation/", generation_views.generation_status, name="generation-status"),
+    path("submissions/<int:pk>/generation/bundle.zip", generation_views.generated_bundle,
+         name="generation-bundle"),
     path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),
 ]

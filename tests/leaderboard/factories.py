@@ -59,3 +59,57 @@ def make_task_result(evaluation: Evaluation, task: Task, **fields) -> TaskResult
     defaults = {"ifs": 0.5, "vfs": 0.5, "final": 0.5, "low_level": 0.5, "high_level": 0.5,
                 "steps_passed": 1, "steps_total": 2, "steps": []}
     return TaskResult.objects.create(evaluation=evaluation, task=task, **{**defaults, **fields})
+
+
+def make_bundle_submission(owner=None, *, pages: dict[str, str], split: str = "dev", **fields) -> Submission:
+    """A bundle submission whose stored zip holds ``pages`` (task key -> HTML)."""
+    import tempfile
+    from pathlib import Path
+
+    from django.core.files import File
+
+    from evaluator.bundle import make_bundle_zip
+
+    submission = make_submission(owner, split=split, **fields)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = make_bundle_zip(pages, Path(tmp) / "bundle.zip")
+        with open(path, "rb") as handle:
+            submission.bundle.save(f"test-{submission.pk}.zip", File(handle), save=False)
+        submission.bundle_size = path.stat().st_size
+    submission.save()
+    return submission
+
+
+def make_queued_evaluation(submission: Submission, **fields) -> Evaluation:
+    """A queued evaluation under the current iwr-det version, as accepting a submission creates."""
+    from evaluator.protocols import get_protocol
+    from leaderboard.submissions import queue_evaluation
+
+    evaluation = queue_evaluation(submission, get_protocol("iwr-det"))
+    if fields:
+        Evaluation.objects.filter(pk=evaluation.pk).update(**fields)
+        evaluation.refresh_from_db()
+    return evaluation
+
+
+def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol: str = "iwr-det-1",
+               final: float | None = None, evaluation_fields: dict | None = None, **submission_fields) -> Evaluation:
+    """A scored leaderboard entry. With ``tasks`` and ``finals`` (one Final per task) it gets task
+    results (IFS = VFS = Final on each task), mean scores and 95 % bootstrap intervals computed from
+    them; otherwise just ``final`` (no per-task results, no interval)."""
+    from evaluator.scoring import bootstrap_ci
+
+    submission = make_submission(owner, split=split, **submission_fields)
+    values = list(finals)
+    mean = sum(values) / len(values) if values else (final if final is not None else 0.5)
+    scores = {"final": mean, "ifs": mean, "vfs": mean}
+    if values:
+        lo, hi = bootstrap_ci(values)
+        scores.update(final_ci_low=lo, final_ci_high=hi, ifs_ci_low=lo, ifs_ci_high=hi, vfs_ci_low=lo, vfs_ci_high=hi)
+    fields = {"status": Evaluation.Status.SCORED, "finished_at": timezone.now(), "protocol": protocol,
+              "protocol_name": protocol.rsplit("-", 1)[0], "n_tasks": len(values), "low_level": mean,
+              "high_level": mean, **scores, **(evaluation_fields or {})}
+    evaluation = make_evaluation(submission, **fields)
+    for task, value in zip(tasks, values, strict=True):
+        make_task_result(evaluation, task, ifs=value, vfs=value, final=value, low_level=value, high_level=value)
+    return evaluation

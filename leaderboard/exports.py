@@ -1,0 +1,153 @@
+"""Exports of a leaderboard view: CSV, JSON and a LaTeX table (booktabs) ready for a paper.
+
+CSV and LaTeX give scores in percentage points with two decimals, as the IWR-Bench paper
+prints them; JSON is the API's document: fractions in [0, 1] at full precision. Every
+export names its split, protocol version, selection rule and confidence method, so a
+table copied out of context still says what it measures.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.utils import timezone
+
+from leaderboard.ranking import CONFIDENCE, Entry, Leaderboard, protocol_label
+
+CSV_COLUMNS = (
+    "rank", "rank_best", "rank_worst", "tied_with_previous", "model", "organisation", "model_size", "kind",
+    "open_weights", "verified", "reported_in_paper", "baseline",
+    "final", "final_ci_low", "final_ci_high", "ifs", "ifs_ci_low", "ifs_ci_high", "vfs", "vfs_ci_low",
+    "vfs_ci_high", "low_level", "high_level", "n_tasks", "date", "protocol", "evaluator_version", "evaluation_id",
+)
+# A spreadsheet runs a cell starting with one of these as a formula: researchers choose model names.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def method(board: Leaderboard) -> dict:
+    return {
+        "confidence_level": CONFIDENCE,
+        "interval_method": "percentile bootstrap over tasks (resampling tasks with replacement)",
+        "ci_resamples": board.ci_resamples,
+        "rank_range_method": "paired bootstrap over tasks; 2.5th and 97.5th percentile of each entry's rank",
+        "rank_resamples": board.rank_resamples,
+        "selection": board.query.selection,
+    }
+
+
+def document(board: Leaderboard) -> dict:
+    """The JSON document of a view (API response and JSON export)."""
+    query = board.query
+    return {
+        "split": query.split,
+        "protocol": query.protocol,
+        "filters": {"weights": query.weights, "verified": query.verified, "source": query.source},
+        "selection": query.selection,
+        "generation": board.generation,
+        "scores": "fractions in [0, 1]",
+        "method": method(board),
+        "count": len(board.entries),
+        "entries": [entry.as_dict() for entry in board.entries],
+        "flagged": [{"evaluation_id": f.evaluation_id, "model_name": f.model_name, "organisation": f.organisation,
+                     "reason": f.reason} for f in board.flagged],
+    }
+
+
+def to_json(board: Leaderboard) -> str:
+    return json.dumps(document(board), indent=1, sort_keys=False)
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.2f}"
+
+
+def _interval(ci: tuple[float, float] | None, side: int) -> str:
+    return pct(ci[side]) if ci else ""
+
+
+def _cell(text: str) -> str:
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_row(entry: Entry) -> list[str]:
+    best, worst = entry.rank_range or ("", "")
+    return [
+        "" if entry.rank is None else str(entry.rank), str(best), str(worst), str(int(entry.tied_with_previous)),
+        _cell(entry.model_name), _cell(entry.organisation), _cell(entry.model_size), entry.kind,
+        str(int(entry.open_weights)), str(int(entry.verified)), str(int(entry.is_paper)), str(int(entry.is_baseline)),
+        pct(entry.final), _interval(entry.final_ci, 0), _interval(entry.final_ci, 1),
+        pct(entry.ifs), _interval(entry.ifs_ci, 0), _interval(entry.ifs_ci, 1),
+        pct(entry.vfs), _interval(entry.vfs_ci, 0), _interval(entry.vfs_ci, 1),
+        pct(entry.low_level), pct(entry.high_level), str(entry.n_tasks),
+        entry.date.date().isoformat() if entry.date else "", entry.protocol, entry.evaluator_version,
+        str(entry.evaluation_id),
+    ]
+
+
+def to_csv(board: Leaderboard) -> str:
+    """One header line, then one line per entry in rank order (scores in percent)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for entry in board.entries:
+        writer.writerow(csv_row(entry))
+    return out.getvalue()
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def _latex_score(value: float | None, ci: tuple[float, float] | None, with_ci: bool) -> str:
+    if value is None:
+        return "--"
+    if not with_ci:
+        return pct(value)
+    interval = rf" {{\scriptsize [{pct(ci[0])}, {pct(ci[1])}]}}" if ci else ""
+    return pct(value) + interval
+
+
+def latex_row(entry: Entry, with_ci: bool) -> str:
+    rank = "--" if entry.rank is None else str(entry.rank)
+    if entry.rank_range and entry.rank_range[0] != entry.rank_range[1]:
+        rank += rf" {{\scriptsize ({entry.rank_range[0]}--{entry.rank_range[1]})}}"
+    name = latex_escape(entry.model_name)
+    if entry.is_baseline:
+        name = rf"\textit{{{name} (baseline)}}"
+    cells = [rank, name, latex_escape(entry.organisation), _latex_score(entry.final, entry.final_ci, with_ci),
+             _latex_score(entry.ifs, entry.ifs_ci, with_ci), _latex_score(entry.vfs, entry.vfs_ci, with_ci),
+             _latex_score(entry.low_level, None, False), _latex_score(entry.high_level, None, False)]
+    return " & ".join(cells) + r" \\"
+
+
+def to_latex(board: Leaderboard) -> str:
+    """A booktabs table (needs ``\\usepackage{booktabs}``): rank (and rank range), model, organisation,
+    Final, IFS and VFS (with 95 % intervals when the view has them), Low- and High-level, in percent."""
+    query, with_ci = board.query, board.has_intervals
+    caption = (f"IWR-Bench leaderboard, {latex_escape(query.split)} split, protocol "
+               f"{latex_escape(protocol_label(query.protocol))}. Scores in percent")
+    if with_ci:
+        caption += (f"; brackets: {int(CONFIDENCE * 100)}\\% percentile-bootstrap intervals over tasks "
+                    f"({board.ci_resamples} resamples); rank ranges from {board.rank_resamples} paired resamples")
+    lines = [
+        f"% IWR-Bench leaderboard exported {timezone.now().date().isoformat()}; needs \\usepackage{{booktabs}}",
+        r"\begin{table}[t]", r"\centering", r"\small",
+        r"\begin{tabular}{rllrrrrr}", r"\toprule",
+        r"Rank & Model & Organisation & Final & IFS & VFS & Low-level & High-level \\", r"\midrule",
+        *(latex_row(entry, with_ci) for entry in board.entries),
+        r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}.}}", r"\end{table}", "",
+    ]
+    return "\n".join(lines)
+
+
+FORMATS = {
+    "csv": (to_csv, "text/csv; charset=utf-8"),
+    "json": (to_json, "application/json"),
+    "tex": (to_latex, "application/x-tex; charset=utf-8"),
+}

@@ -1,0 +1,108 @@
+/* Plotly charts drawn from the site's small JSON endpoints.
+ *
+ * Markup: <div class="chart" data-chart-url="/...json" data-chart-key="name"> draws figure
+ * `name` of that JSON document ({data, layout, config}). Plotly's bundle is served from our
+ * own static files (data-plotly on this script tag) and loaded only when a chart scrolls
+ * into view, so pages stay light. Buttons inside [data-axis-switch] swap the URL of the
+ * charts next to them (e.g. interaction level -> domain).
+ */
+(function () {
+  "use strict";
+  if (window.IWRCharts) return;  // the script may be included by more than one snippet
+  var script = document.currentScript;
+  var plotlySrc = script ? script.getAttribute("data-plotly") : null;
+  var plotlyPromise = null;
+  var documents = {};
+
+  function loadPlotly() {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (!plotlyPromise) {
+      plotlyPromise = new Promise(function (resolve, reject) {
+        var tag = document.createElement("script");
+        tag.src = plotlySrc;
+        tag.onload = function () { resolve(window.Plotly); };
+        tag.onerror = function () { reject(new Error("Plotly could not be loaded")); };
+        document.head.appendChild(tag);
+      });
+    }
+    return plotlyPromise;
+  }
+
+  function fetchDocument(url) {
+    if (!documents[url]) {
+      documents[url] = fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        });
+    }
+    return documents[url];
+  }
+
+  function say(element, text) {
+    element.textContent = "";
+    var note = document.createElement("div");
+    note.className = "chart-status";
+    note.textContent = text;
+    element.appendChild(note);
+  }
+
+  function isEmpty(figure) {
+    if (!figure || !figure.data || !figure.data.length) return true;
+    return figure.data.every(function (trace) {
+      var values = trace.type === "heatmap" ? [].concat.apply([], trace.z || []) : (trace.orientation === "h" ? trace.x : trace.y);
+      return !values || !values.length;
+    });
+  }
+
+  function draw(element) {
+    var url = element.getAttribute("data-chart-url");
+    var key = element.getAttribute("data-chart-key");
+    if (!element.querySelector(".main-svg")) say(element, "Loading chart\u2026");
+    Promise.all([loadPlotly(), fetchDocument(url)]).then(function (results) {
+      var Plotly = results[0], figure = results[1][key];
+      if (isEmpty(figure)) { if (window.Plotly) Plotly.purge(element); say(element, "No data for this chart yet."); return; }
+      var status = element.querySelector(".chart-status");
+      if (status) status.remove();
+      var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
+      if (window.matchMedia("(max-width: 720px)").matches) config.displayModeBar = false;  // it covers the legend
+      Plotly.react(element, figure.data, figure.layout, config);
+      element.setAttribute("data-drawn", "1");
+    }).catch(function () { say(element, "The chart could not be loaded."); });
+  }
+
+  function whenVisible(elements, callback) {
+    if (!("IntersectionObserver" in window)) { elements.forEach(callback); return; }
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting) { observer.unobserve(entry.target); callback(entry.target); }
+      });
+    }, { rootMargin: "200px" });
+    elements.forEach(function (element) { observer.observe(element); });
+  }
+
+  function setUpSwitches() {
+    document.querySelectorAll("[data-axis-switch]").forEach(function (card) {
+      var buttons = card.querySelectorAll("button[data-url]");
+      buttons.forEach(function (button) {
+        button.addEventListener("click", function () {
+          buttons.forEach(function (other) { other.setAttribute("aria-selected", String(other === button)); });
+          card.querySelectorAll(".chart[data-chart-url]").forEach(function (chart) {
+            chart.setAttribute("data-chart-url", button.getAttribute("data-url"));
+            draw(chart);
+          });
+        });
+      });
+    });
+  }
+
+  function start() {
+    var charts = Array.prototype.slice.call(document.querySelectorAll(".chart[data-chart-url]"));
+    whenVisible(charts, draw);
+    setUpSwitches();
+  }
+
+  window.IWRCharts = { draw: draw };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,73 @@
+"""Browser tests: Playwright drives Debian's Chromium (through evaluator.browser, with its own
+sandbox) against pytest-django's live server. Screenshots go to ``test-artifacts/e2e/``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "e2e"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium per module. Playwright's sync API keeps an event loop on this thread, so
+    Django's guard against ORM calls from async code is lifted while it runs (tests stay sync)."""
+    from evaluator.browser import launch
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with launch(sandbox=True) as chromium:
+            yield chromium
+
+
+@pytest.fixture
+def desktop(browser):
+    context = browser.new_context(viewport=DESKTOP, device_scale_factor=1, locale="en-US", timezone_id="UTC")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True,
+                                  locale="en-US", timezone_id="UTC")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+def snap(page, name: str) -> Path:
+    """Save a full-page screenshot as test-artifacts/e2e/<name>.png (charts drawn first)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for _ in range(8):  # charts draw when scrolled into view
+        page.mouse.wheel(0, 700)
+        page.wait_for_timeout(60)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_load_state("networkidle")
+    path = ARTIFACTS / (re.sub(r"[^a-z0-9-]+", "-", name.lower()) + ".png")
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def no_horizontal_overflow(page) -> bool:
+    """The page is no wider than the device (wide tables scroll inside their own box). Measured
+    against the configured viewport: a mobile browser widens its layout to fit overflowing content."""
+    return page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"] + 1
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch):
+    """The live server is on loopback: never route it through a proxy from the environment."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")

@@ -1,0 +1,98 @@
+"""GET /api/v1/leaderboard/: the view as JSON, anonymous, throttled, cached, constant in queries."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from rest_framework.throttling import SimpleRateThrottle
+
+from leaderboard import exports, ranking
+from leaderboard.cache import bump_generation
+from leaderboard.models import Submission
+from leaderboard.models.submissions import PAPER_PROTOCOL
+from tests.leaderboard.base import make_user
+from tests.leaderboard.factories import make_entry, make_task, make_task_set
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/leaderboard/"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache (ids are reused between tests, throttle counts too)."""
+    cache.clear()
+
+
+def populate(n_models: int) -> None:
+    task_set = make_task_set()
+    tasks = [make_task(task_set, split="test") for _ in range(3)]
+    for index in range(n_models):
+        make_entry(make_user(), model_name=f"m{index}", tasks=tasks,
+                   finals=[(index + k) % 5 / 5 for k in range(3)], open_weights=index % 2 == 0)
+    make_entry(None, kind=Submission.Kind.BASELINE, model_name="Empty page (lower bound)", final=0.01)
+    make_entry(None, kind=Submission.Kind.PAPER, model_name="GPT-5", protocol=PAPER_PROTOCOL, final=0.3635)
+    bump_generation()
+
+
+def test_anonymous_readers_get_the_default_view(client):
+    """Without parameters: test split, iwr-det's current version, every entry with fractions and intervals."""
+    populate(3)
+    data = client.get(URL).json()
+    board = ranking.leaderboard(ranking.parse_query({}))
+    assert data["split"] == "test" and data["protocol"] == "iwr-det-1" and data["count"] == 4
+    assert data == exports.document(board) | {"entries": data["entries"]}
+    assert [item["model_name"] for item in data["entries"]] == [e.model_name for e in board.entries]
+    first = data["entries"][0]
+    assert 0 <= first["final"] <= 1 and len(first["final_ci"]) == 2 and first["rank"] == 1
+    assert data["entries"][-1]["baseline"] is True and data["entries"][-1]["rank"] is None
+
+
+def test_parameters_choose_split_protocol_and_filters(client):
+    """split, protocol (name, full name or paper) and filters work as on the pages."""
+    populate(4)
+    paper = client.get(URL, {"protocol": "paper"}).json()
+    assert paper["protocol"] == PAPER_PROTOCOL and [e["model_name"] for e in paper["entries"]] == ["GPT-5"]
+    assert paper["entries"][0]["reported_in_paper"] is True and paper["entries"][0]["final_ci"] is None
+    assert client.get(URL, {"protocol": "iwr-det-1"}).json()["count"] == 5
+    open_only = client.get(URL, {"weights": "open"}).json()
+    assert {e["model_name"] for e in open_only["entries"]} == {"m0", "m2", "Empty page (lower bound)"}
+    assert client.get(URL, {"split": "dev"}).json()["entries"] == []
+
+
+def test_bad_parameters_get_400_with_the_reason(client):
+    """An unknown value answers 400 naming the parameter."""
+    response = client.get(URL, {"split": "train"})
+    assert response.status_code == 400
+    assert "split='train' is not valid" in response.json()["detail"]
+
+
+def test_the_api_is_read_only(client, owner):
+    """Writes are refused even for signed-in users."""
+    client.force_login(owner)
+    assert client.post(URL, {}).status_code == 405
+
+
+@pytest.mark.parametrize("n_models", [2, 25])
+def test_the_answer_costs_a_constant_number_of_queries_and_is_cached(client, n_models, django_assert_max_num_queries):
+    """At most four queries cold whatever the size; none once cached for the generation."""
+    populate(n_models)
+    with django_assert_max_num_queries(4):
+        first = client.get(URL)
+    with django_assert_max_num_queries(0):
+        second = client.get(URL)
+    assert first.content == second.content
+
+
+def test_anonymous_clients_are_throttled(client, monkeypatch):
+    """Past the anonymous rate the API answers 429."""
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "2/minute", "user": "5/minute"})
+    populate(1)
+    codes = [client.get(URL).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+
+
+def test_the_browsable_api_renders_the_same_document(client):
+    """Asking for HTML gets DRF's browsable page with the document in it."""
+    populate(1)
+    response = client.get(URL, HTTP_ACCEPT="text/html")
+    assert response.status_code == 200 and b"m0" in response.content and b"iwr-det-1" in response.content

@@ -1,0 +1,225 @@
+"""The leaderboard pages: home table, tabs, filters, sorting, categories, paper rows, About and API docs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from leaderboard import ranking
+from leaderboard.cache import bump_generation
+from leaderboard.models import Evaluation, Submission
+from leaderboard.models.submissions import PAPER_PROTOCOL
+from tests.leaderboard.base import logged_in, make_user
+from tests.leaderboard.factories import make_entry, make_task, make_task_set
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache (ids are reused between tests)."""
+    cache.clear()
+
+
+def populate(n_models: int, n_tasks: int = 4) -> list[Evaluation]:
+    task_set = make_task_set()
+    tasks = [make_task(task_set, split="test") for _ in range(n_tasks)]
+    made = []
+    for index in range(n_models):
+        finals = [((index * 7 + task * 3) % 10) / 10 for task in range(n_tasks)]
+        made.append(make_entry(make_user(), model_name=f"model-{index:02d}", organisation=f"Org {index}",
+                               tasks=tasks, finals=finals, open_weights=index % 2 == 0, verified=index % 3 == 0))
+    make_entry(None, kind=Submission.Kind.BASELINE, model_name="Reference pages (upper bound)", final=0.97)
+    bump_generation()
+    return made
+
+
+def text(response) -> str:
+    return response.content.decode()
+
+
+def row_models(response) -> list[str]:
+    return re.findall(r'<td class="model"><a href="/results/\d+/">([^<]+)</a>', text(response))
+
+
+def test_the_home_page_is_the_test_split_under_the_default_protocol(client):
+    """/ ranks test-split entries under iwr-det's current version, with badges, intervals and rank ranges."""
+    populate(3)
+    make_entry(make_user(), model_name="dev-only", split="dev")
+    bump_generation()
+    response = client.get("/")
+    assert response.status_code == 200
+    body = text(response)
+    board = ranking.leaderboard(ranking.parse_query({}))
+    assert row_models(response) == [e.model_name for e in board.entries]
+    assert "dev-only" not in body
+    first = board.ranked[0]
+    assert first.show["final"] in body and first.show["final_ci"] in body and first.rank_range_text in body
+    assert '<span class="badge baseline">baseline</span>' in body
+    assert '<span class="badge open">open weights</span>' in body
+    assert '<span class="badge verified">verified</span>' in body
+    assert 'aria-current="page">Test split (held out)</a>' in body and 'aria-current="page">iwr-det-1</a>' in body
+
+
+def test_tied_rows_are_marked(client):
+    """A row whose interval overlaps the row above carries the tie mark."""
+    task_set = make_task_set()
+    tasks = [make_task(task_set, split="test") for _ in range(6)]
+    make_entry(make_user(), model_name="a", tasks=tasks, finals=[0.5, 0.1, 0.4, 0.2, 0.6, 0.3])
+    make_entry(make_user(), model_name="b", tasks=tasks, finals=[0.1, 0.5, 0.2, 0.4, 0.3, 0.5])
+    body = text(client.get("/"))
+    assert body.count('title="Confidence interval overlaps the entry above"') == 1
+
+
+def test_split_and_protocol_tabs_and_filters_change_the_view(client):
+    """Tabs switch split and protocol; filters narrow rows; the paper view explains itself."""
+    populate(4)
+    make_entry(make_user(), model_name="on-dev", split="dev")
+    make_entry(None, kind=Submission.Kind.PAPER, model_name="GPT-5", protocol=PAPER_PROTOCOL, final=0.3635)
+    bump_generation()
+    home = text(client.get("/"))
+    assert "/?split=dev&amp;protocol=iwr-det-1" in home and "/?split=test&amp;protocol=paper" in home
+    assert row_models(client.get("/?split=dev")) == ["on-dev"]
+    paper = client.get("/?protocol=paper")
+    assert row_models(paper) == ["GPT-5"] and "Figures as published in the IWR-Bench paper" in text(paper)
+    assert '<span class="badge paper">reported in paper</span>' in text(paper)
+    assert set(row_models(client.get("/?weights=open"))) == {"Reference pages (upper bound)", "model-00", "model-02"}
+    verified = set(row_models(client.get("/?verified=1")))
+    assert verified == {"Reference pages (upper bound)", "model-00", "model-03"}
+
+
+def test_columns_sort_by_links_without_javascript(client):
+    """Column headings are links; sorting by model puts names in order and marks the column."""
+    populate(4)
+    response = client.get("/?sort=model&dir=asc")
+    assert row_models(response)[:4] == ["model-00", "model-01", "model-02", "model-03"]
+    link = '<a href="/?split=test&amp;protocol=iwr-det-1&amp;sort=model&amp;dir=desc"'
+    assert f'aria-sort="ascending" scope="col">{link}' in text(response)
+
+
+def test_long_boards_are_paginated(client, settings):
+    """Rows beyond a page are reached through Next/Previous links."""
+    settings.LEADERBOARD_PAGE_SIZE = 10
+    populate(12)
+    first, second = client.get("/"), client.get("/?page=2")
+    assert len(row_models(first)) == 10 and len(row_models(second)) == 3
+    assert "page=2" in text(first) and "Page 2 of 2" in text(second)
+
+
+def test_a_bad_view_parameter_gets_a_clear_400_page(client):
+    """An unknown split or protocol is named on a 400 page, not a server error."""
+    response = client.get("/?protocol=iwr-det-99")
+    assert response.status_code == 400 and "protocol=&#x27;iwr-det-99&#x27; is not known" in text(response)
+
+
+@pytest.mark.parametrize("n_models", [3, 30])
+def test_the_home_page_costs_a_constant_number_of_queries(client, owner, n_models, django_assert_max_num_queries):
+    """Cold, the board costs five queries (chosen entries, their fields, task results, flagged, protocols)
+    plus the session's two, whatever its size; warm, only the session's."""
+    populate(n_models)
+    logged_in(client, owner)
+    with django_assert_max_num_queries(7):
+        assert client.get("/").status_code == 200
+    with django_assert_max_num_queries(2):  # session + user
+        assert client.get("/").status_code == 200
+
+
+def test_the_board_refreshes_when_the_generation_is_bumped(client):
+    """A newly scored entry shows up once the pipeline bumps the generation."""
+    populate(2)
+    client.get("/")
+    make_entry(make_user(), model_name="newcomer", final=0.99)
+    assert "newcomer" not in text(client.get("/"))
+    bump_generation()
+    assert "newcomer" in text(client.get("/"))
+
+
+def test_flagged_entries_leave_the_ranking_but_stay_reachable_with_their_reason(client):
+    """A flagged entry is listed below the table with its public reason and its results page still opens."""
+    flagged = make_entry(make_user(), model_name="suspicious", flagged=True, flag_reason="bundle copied the references")
+    body = text(client.get("/"))
+    assert "suspicious" not in row_models(client.get("/"))
+    assert "bundle copied the references" in body and f"/results/{flagged.pk}/" in body
+    results = text(client.get(f"/results/{flagged.pk}/"))
+    assert "Flagged by the maintainers" in results and "bundle copied the references" in results
+
+
+def test_the_categories_page_tabulates_every_axis(client):
+    """Per-category tables list each entry's metric per label, with the mean of ranked models first."""
+    summary = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2}},
+                               "domain": {"games": {"ifs": 0.25, "vfs": 0.5, "final": 0.325, "n": 1}}}}
+    make_entry(make_user(), model_name="m", final=0.5, evaluation_fields={"summary": summary})
+    body = text(client.get("/leaderboard/categories/?metric=ifs"))
+    assert "Interaction level" in body and "Visual complexity" in body and "Domain" in body
+    assert re.search(r'<td class="cell" style="[^"]+">50.00</td>', body)
+    assert re.search(r'<td class="cell" style="[^"]+">25.00</td>', body)
+    assert "All ranked models (mean)" in body
+
+
+def test_pages_load_no_third_party_code(client):
+    """No script, style or font comes from another origin; Plotly comes from our static files."""
+    populate(2)
+    for url in ("/", "/leaderboard/categories/", "/about/", "/api/docs/"):
+        body = text(client.get(url))
+        assert not re.search(r'<(script|link)[^>]+(src|href)="(https?:)?//', body), url
+    assert "/static/vendor/plotly/plotly.min.js" in text(client.get("/"))
+
+
+# --------------------------------------------------------------------------- paper rows
+
+
+def test_paper_results_load_idempotently_as_reported_rows(client):
+    """load_paper_results makes 28 'reported in paper' rows with fractions and no interval, twice without duplicates."""
+    call_command("load_paper_results")
+    call_command("load_paper_results")
+    rows = Submission.objects.filter(kind=Submission.Kind.PAPER)
+    assert rows.count() == 28 and Evaluation.objects.filter(protocol=PAPER_PROTOCOL).count() == 28
+    gpt5 = Evaluation.objects.get(submission__model_name="GPT-5")
+    assert (gpt5.final, gpt5.ifs, gpt5.vfs, gpt5.low_level, gpt5.high_level) == pytest.approx(
+        (0.3635, 0.2439, 0.6425, 0.6829, 0.6021))
+    assert gpt5.final_ci_low is None and gpt5.submission.split == "test" and gpt5.submission.owner is None
+    assert Submission.objects.get(model_name="Kimi-VL (thinking)").open_weights
+    assert Submission.objects.get(model_name="GPT-5").organisation == "OpenAI"
+    board = ranking.leaderboard(ranking.parse_query({"protocol": "paper"}))
+    assert board.entries[0].model_name == "GPT-5" and board.entries[0].rank == 1 and len(board.entries) == 28
+    assert all(entry.rank_range is None for entry in board.entries)
+    assert "GPT-5" not in row_models(client.get("/"))
+
+
+def test_a_bad_paper_file_is_refused_with_its_line(tmp_path):
+    """A malformed results file stops the command with the file, line and problem."""
+    path = tmp_path / "results.csv"
+    path.write_text("model,group,low_level_visual,high_level_visual,ifs,vfs,final\nX,proprietary,1,2,3,4,lots\n")
+    with pytest.raises(CommandError, match=r"line 2: final='lots' is not a number"):
+        call_command("load_paper_results", file=path)
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("load_paper_results", file=tmp_path / "missing.csv")
+
+
+# --------------------------------------------------------------------------- About and API docs
+
+
+def test_the_about_page_states_the_method_and_resample_counts(client):
+    """About explains the protocols, formulas, interval method with its resample counts, and how to submit."""
+    body = text(client.get("/about/"))
+    assert f"{ranking.CI_RESAMPLES:,}" in body and f"{ranking.RANK_RESAMPLES:,}" in body
+    for phrase in ("percentile bootstrap over tasks", "Final = 0.7 &times; IFS + 0.3 &times; VFS", "iwr-det",
+                   "scripts/iwr-submit", "/api/v1/submissions/", "Quotas", "index.html", "official judge (paper)"):
+        assert phrase in body, phrase
+
+
+def test_the_api_docs_page_and_schema_need_no_cdn(client):
+    """/api/schema/ is an OpenAPI document listing the leaderboard endpoint; /api/docs/ renders it as HTML."""
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert schema["openapi"].startswith("3.")
+    leaderboard = schema["paths"]["/api/v1/leaderboard/"]["get"]
+    assert {p["name"] for p in leaderboard["parameters"]} >= {"split", "protocol", "weights", "verified", "source"}
+    assert "/api/v1/tasks/{id}/" in schema["paths"]
+    yaml_text = client.get("/api/schema/?format=openapi").content.decode()
+    assert "openapi:" in yaml_text
+    docs = text(client.get("/api/docs/"))
+    assert "/api/v1/leaderboard/" in docs and "/api/v1/tasks/" in docs and "Authorization: Token" in docs

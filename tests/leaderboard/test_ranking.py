@@ -1,0 +1,334 @@
+"""Which evaluations rank, in what order, with which intervals, rank ranges, ties and category means."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.core.cache import cache
+from django.utils import timezone
+
+from evaluator import scoring
+from leaderboard import ranking
+from leaderboard.cache import bump_generation
+from leaderboard.models import Evaluation, Submission
+from leaderboard.models.submissions import PAPER_PROTOCOL
+from tests.leaderboard.base import make_user
+from tests.leaderboard.factories import make_entry, make_task, make_task_set
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache (ids are reused between tests)."""
+    cache.clear()
+
+
+def board(**params) -> ranking.Leaderboard:
+    bump_generation()  # every call sees the database as it is now
+    return ranking.leaderboard(ranking.parse_query(params))
+
+
+def names(entries) -> list[str]:
+    return [entry.model_name for entry in entries]
+
+
+@pytest.fixture
+def tasks():
+    task_set = make_task_set()
+    return [make_task(task_set, split="test") for _ in range(6)]
+
+
+# --------------------------------------------------------------------------- which entries
+
+
+def test_it_ranks_by_final_with_shared_ranks_for_equal_scores(owner, collaborator, outsider):
+    """Rank order is Final descending; equal Finals share a rank and the next rank is skipped."""
+    make_entry(owner, model_name="A", final=0.30)
+    make_entry(collaborator, model_name="B", final=0.50)
+    make_entry(outsider, model_name="C", final=0.30)
+    make_entry(owner, model_name="D", final=0.10)
+    entries = board().entries
+    assert names(entries) == ["B", "A", "C", "D"]
+    assert [entry.rank for entry in entries] == [1, 2, 2, 4]
+
+
+def test_it_keeps_each_researchers_best_submission_per_model(owner, collaborator):
+    """One row per model per owner: the best Final wins under "best", the most recent under "latest"."""
+    now = timezone.now()
+    make_entry(owner, model_name="Model X", final=0.6, evaluation_fields={"finished_at": now - timedelta(days=2)})
+    newest = make_entry(owner, model_name="model x", final=0.4, evaluation_fields={"finished_at": now})
+    make_entry(collaborator, model_name="Model X", final=0.5)
+    best = board(selection="best").entries
+    assert [(e.model_name, e.final) for e in best] == [("Model X", 0.6), ("Model X", 0.5)]
+    latest = board(selection="latest").entries
+    assert [e.final for e in latest] == [0.5, 0.4]
+    assert newest.pk in [e.evaluation_id for e in latest]
+
+
+def test_the_selection_setting_is_the_default(owner, settings):
+    """LEADERBOARD_SELECTION decides best or latest when the URL does not."""
+    settings.LEADERBOARD_SELECTION = "latest"
+    make_entry(owner, model_name="M", final=0.9, evaluation_fields={"finished_at": timezone.now() - timedelta(days=1)})
+    make_entry(owner, model_name="M", final=0.2)
+    assert [e.final for e in board().entries] == [0.2]
+
+
+def test_only_public_scored_unflagged_entries_of_the_split_rank(owner):
+    """Private, flagged, failed, running and other-split evaluations stay off; flagged ones are listed, with reason."""
+    make_entry(owner, model_name="shown")
+    make_entry(owner, model_name="private", public=False)
+    flagged = make_entry(owner, model_name="flagged", flagged=True, flag_reason="pages copied from the reference")
+    make_entry(owner, model_name="other split", split="dev")
+    make_entry(owner, model_name="failed", evaluation_fields={"status": Evaluation.Status.FAILED})
+    make_entry(owner, model_name="running", evaluation_fields={"status": Evaluation.Status.RUNNING})
+    result = board()
+    assert names(result.entries) == ["shown"]
+    assert [(f.evaluation_id, f.reason) for f in result.flagged] == [(flagged.pk, "pages copied from the reference")]
+
+
+def test_it_never_mixes_protocols(owner):
+    """Each protocol version and the paper's results are separate boards."""
+    make_entry(owner, model_name="v1")
+    make_entry(owner, model_name="v2", protocol="iwr-det-2")
+    make_entry(None, kind=Submission.Kind.PAPER, model_name="GPT-5", protocol=PAPER_PROTOCOL, final=0.36)
+    assert names(board().entries) == ["v1"]
+    assert names(board(protocol="iwr-det-2").entries) == ["v2"]
+    assert names(board(protocol="paper").entries) == ["GPT-5"]
+
+
+def test_baselines_are_labelled_unranked_rows_on_every_split_and_filter():
+    """Baselines sit among entries by score without a rank, on each split, whatever the filters."""
+    for split in ("dev", "test"):
+        make_entry(None, kind=Submission.Kind.BASELINE, model_name="Reference pages (upper bound)", split=split,
+                   final=0.95)
+        make_entry(None, kind=Submission.Kind.BASELINE, model_name="Empty page (lower bound)", split=split, final=0.05)
+        make_entry(make_user(), model_name=f"model-{split}", split=split, final=0.4, open_weights=True)
+    for split in ("dev", "test"):
+        entries = board(split=split).entries
+        assert names(entries) == ["Reference pages (upper bound)", f"model-{split}", "Empty page (lower bound)"]
+        assert [e.rank for e in entries] == [None, 1, None]
+        assert entries[0].is_baseline and not entries[1].is_baseline
+    assert len(board(weights="proprietary", verified="1").entries) == 2
+
+
+def test_filters_narrow_the_view(owner, collaborator):
+    """Open/proprietary, verified and reported/evaluated filters; ranks are recomputed within the view."""
+    make_entry(owner, model_name="open", open_weights=True, final=0.3)
+    make_entry(collaborator, model_name="closed-verified", verified=True, final=0.6)
+    assert names(board(weights="open").entries) == ["open"]
+    assert board(weights="open").entries[0].rank == 1
+    assert names(board(weights="proprietary").entries) == ["closed-verified"]
+    assert names(board(verified="1").entries) == ["closed-verified"]
+    assert names(board(source="reported").entries) == []
+    assert names(board(source="evaluated").entries) == ["closed-verified", "open"]
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"split": "train"}, "split='train' is not valid"),
+    ({"weights": "any"}, "weights='any' is not valid"),
+    ({"verified": "maybe"}, "verified='maybe' is not valid"),
+    ({"protocol": "iwr-det-9"}, "protocol='iwr-det-9' is not known"),
+])
+def test_bad_parameters_are_named(params, message):
+    """An unknown value is refused with a message naming the parameter and the allowed values."""
+    with pytest.raises(ranking.QueryError, match=message):
+        ranking.parse_query(params)
+
+
+def test_protocol_names_resolve_to_one_version(owner):
+    """A bare name means its current version; `paper` the paper's results; old versions stay reachable."""
+    assert ranking.parse_query({}).protocol == "iwr-det-1"
+    assert ranking.parse_query({"protocol": "iwr-det"}).protocol == "iwr-det-1"
+    assert ranking.parse_query({"protocol": "paper"}).protocol == PAPER_PROTOCOL
+    make_entry(owner, model_name="old", protocol="iwr-det-0")
+    bump_generation()
+    assert ranking.parse_query({"protocol": "iwr-det-0"}).protocol == "iwr-det-0"
+    assert ranking.protocol_tabs("test") == ["iwr-det-1", "iwr-det-0"]
+
+
+# --------------------------------------------------------------------------- uncertainty
+
+
+def test_the_interval_is_the_percentile_bootstrap_over_tasks():
+    """bootstrap_ci equals an independent percentile bootstrap with the same seeded resamples."""
+    values = np.array([0.0, 0.1, 0.25, 0.5, 0.5, 0.6, 0.8, 0.9, 1.0, 0.3])
+    rng = np.random.default_rng(0)
+    means = values[rng.integers(0, len(values), size=(2000, len(values)))].mean(axis=1)
+    expected = np.percentile(means, [2.5, 97.5])
+    assert scoring.bootstrap_ci(values, n_resamples=2000, seed=0) == pytest.approx(tuple(expected), abs=1e-12)
+    assert scoring.bootstrap_ci([0.4] * 8) == pytest.approx((0.4, 0.4))
+
+
+def test_the_stated_resample_counts_are_the_ones_used():
+    """The interval resamples named on the site are bootstrap_ci's default, which the pipeline uses."""
+    default = inspect.signature(scoring.bootstrap_ci).parameters["n_resamples"].default
+    assert ranking.CI_RESAMPLES == default
+    from leaderboard import pipeline
+
+    assert "bootstrap_ci([s[name] for s in scores])" in inspect.getsource(pipeline.confidence_intervals)
+
+
+def test_rank_ranges_come_from_a_paired_bootstrap_of_per_task_finals(tasks):
+    """Clearly separated entries get single ranks; near-identical ones share a range."""
+    make_entry(make_user(), model_name="top", tasks=tasks, finals=[0.9, 0.95, 0.9, 1.0, 0.92, 0.97])
+    make_entry(make_user(), model_name="twin-a", tasks=tasks, finals=[0.5, 0.1, 0.4, 0.2, 0.6, 0.3])
+    make_entry(make_user(), model_name="twin-b", tasks=tasks, finals=[0.1, 0.5, 0.2, 0.4, 0.3, 0.6])
+    make_entry(make_user(), model_name="bottom", tasks=tasks, finals=[0.0, 0.01, 0.0, 0.02, 0.0, 0.01])
+    entries = board().entries
+    matrix = [[r.final for r in Evaluation.objects.get(pk=e.evaluation_id).task_results.order_by("task_id")]
+              for e in entries]
+    expected = scoring.bootstrap_rank_ranges(matrix, n_resamples=ranking.RANK_RESAMPLES, seed=0)
+    assert [e.rank_range for e in entries] == expected
+    assert entries[0].rank_range == (1, 1) and entries[3].rank_range == (4, 4)
+    assert entries[1].rank_range == entries[2].rank_range == (2, 3)
+
+
+def test_entries_without_task_results_keep_their_place_in_rank_ranges(tasks):
+    """A row without per-task results counts as its Final on every task; with none at all there are no ranges."""
+    make_entry(make_user(), model_name="with", tasks=tasks, finals=[0.2, 0.3, 0.2, 0.3, 0.2, 0.3])
+    make_entry(make_user(), model_name="without", final=0.9)
+    entries = board().entries
+    assert [(e.model_name, e.rank_range) for e in entries] == [("without", (1, 1)), ("with", (2, 2))]
+    Evaluation.objects.filter(task_results__isnull=False).delete()
+    assert board().entries[0].rank_range is None
+
+
+def _entry(final, ci=None, rank=1) -> ranking.Entry:
+    return ranking.Entry(
+        evaluation_id=int(final * 1000), submission_id=1, model_name=str(final), organisation="", model_size="",
+        kind="bundle", open_weights=False, verified=False, paper_url="", code_url="", protocol="iwr-det-1",
+        evaluator_version="", final=final, ifs=final, vfs=final, low_level=None, high_level=None, final_ci=ci,
+        ifs_ci=None, vfs_ci=None, n_tasks=1, date=None, rank=rank,
+    )
+
+
+def test_overlapping_intervals_are_ties():
+    """A row is tied with the row above when their Final intervals overlap; runs share a tie group."""
+    rows = [_entry(0.8, (0.7, 0.9)), _entry(0.75, (0.65, 0.85)), _entry(0.5, (0.45, 0.6)), _entry(0.4, (0.3, 0.5)),
+            _entry(0.2, None), _entry(0.2, None)]
+    ranking.assign_ties(rows)
+    assert [row.tied_with_previous for row in rows] == [False, True, False, True, False, True]
+    assert [row.tie_group for row in rows] == [1, 1, 2, 2, 3, 3]
+
+
+def test_board_rows_show_ties_from_stored_intervals(tasks):
+    """Entries whose stored intervals overlap are marked tied on the board."""
+    make_entry(make_user(), model_name="a", tasks=tasks, finals=[0.5, 0.1, 0.4, 0.2, 0.6, 0.3])
+    make_entry(make_user(), model_name="b", tasks=tasks, finals=[0.1, 0.5, 0.2, 0.4, 0.3, 0.5])
+    make_entry(make_user(), model_name="c", tasks=tasks, finals=[0.0, 0.0, 0.01, 0.0, 0.0, 0.0])
+    entries = board().entries
+    assert [e.tied_with_previous for e in entries] == [False, True, False]
+    assert entries[0].final_ci is not None
+
+
+# --------------------------------------------------------------------------- caching
+
+
+def test_the_board_is_cached_until_the_generation_moves(owner, django_assert_num_queries):
+    """A new entry appears only after bump_generation; a cached board costs no query."""
+    make_entry(owner, model_name="first")
+    query = ranking.parse_query({})
+    bump_generation()
+    assert names(ranking.leaderboard(query).entries) == ["first"]
+    make_entry(owner, model_name="second", final=0.9)
+    with django_assert_num_queries(0):
+        assert names(ranking.leaderboard(query).entries) == ["first"]
+    bump_generation()
+    assert names(ranking.leaderboard(query).entries) == ["second", "first"]
+
+
+def test_per_task_finals_are_read_once_per_evaluation(tasks, django_assert_num_queries):
+    """Task results of scored evaluations are cached across generations."""
+    evaluation = make_entry(make_user(), tasks=tasks, finals=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    stamps = {evaluation.pk: evaluation.finished_at}
+    first = ranking.task_vectors(stamps)
+    with django_assert_num_queries(0):
+        again = ranking.task_vectors(stamps)
+    assert [list(part) for part in again[evaluation.pk]] == [list(part) for part in first[evaluation.pk]]
+    task_ids, finals = first[evaluation.pk]
+    assert list(task_ids) == sorted(task.pk for task in tasks)
+    assert list(finals) == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+
+
+def test_sorting_by_a_column_keeps_rank_order_for_equal_values(owner, collaborator, outsider):
+    """Sorting by IFS orders by IFS; equal values keep their rank order; text columns sort ascending."""
+    make_entry(owner, model_name="b", final=0.6, evaluation_fields={"ifs": 0.2})
+    make_entry(collaborator, model_name="a", final=0.5, evaluation_fields={"ifs": 0.2})
+    make_entry(outsider, model_name="c", final=0.4, evaluation_fields={"ifs": 0.9})
+    entries = board().entries
+    assert names(ranking.sorted_entries(entries, "ifs", True)) == ["c", "b", "a"]
+    assert names(ranking.sorted_entries(entries, *ranking.parse_sort({"sort": "model"}))) == ["a", "b", "c"]
+    ascending = ranking.parse_sort({"sort": "rank", "dir": "asc"})
+    assert names(ranking.sorted_entries(entries, *ascending)) == ["c", "a", "b"]
+    assert ranking.parse_sort({"sort": "drop table"}) == ("rank", True)
+
+
+# --------------------------------------------------------------------------- categories
+
+
+def test_category_means_are_averaged_over_entries():
+    """The leaderboard-wide mean per category, checked against hand-computed numbers."""
+    per_entry = [
+        {"interaction_complexity": {"L1": {"ifs": 0.2, "vfs": 0.6, "final": 0.32, "n": 2},
+                                    "L4": {"ifs": 0.0, "vfs": 0.3, "final": 0.09, "n": 1}}},
+        {"interaction_complexity": {"L1": {"ifs": 0.4, "vfs": 0.8, "final": 0.52, "n": 2}}},
+    ]
+    means = ranking.category_means(per_entry, "interaction_complexity")
+    assert list(means) == ["L1", "L4"]
+    assert means["L1"] == pytest.approx({"ifs": 0.3, "vfs": 0.7, "final": 0.42, "entries": 2})
+    assert means["L4"] == pytest.approx({"ifs": 0.0, "vfs": 0.3, "final": 0.09, "entries": 1})
+
+
+def test_category_scores_from_task_results_match_hand_computed_means():
+    """An evaluation without by_category in its summary gets it from its task results (missing tasks count 0)."""
+    task_set = make_task_set()
+    t1 = make_task(task_set, interaction_complexity="L1", domain="shop")
+    t2 = make_task(task_set, interaction_complexity="L1", domain="game")
+    t3 = make_task(task_set, interaction_complexity="L3", domain="game")
+    evaluation = make_entry(make_user(), split="dev", tasks=[t1, t2, t3], finals=[0.2, 0.6, 0.9])
+    scores = ranking.evaluation_categories(evaluation)
+    assert scores["interaction_complexity"]["L1"] == pytest.approx({"ifs": 0.4, "vfs": 0.4, "final": 0.4, "n": 2})
+    assert scores["interaction_complexity"]["L3"]["final"] == pytest.approx(0.9)
+    assert scores["domain"]["game"]["final"] == pytest.approx(0.75)
+    assert scores["domain"]["shop"]["final"] == pytest.approx(0.2)
+
+
+def test_category_breakdown_of_a_view_uses_each_entrys_summary(owner, collaborator):
+    """The breakdown lists entries with per-category scores, labels in natural order, and their means."""
+    summary = {"by_category": {"interaction_complexity": {"L10": {"ifs": 0.1, "vfs": 0.2, "final": 0.13, "n": 1},
+                                                          "L2": {"ifs": 0.5, "vfs": 0.5, "final": 0.5, "n": 3}}}}
+    make_entry(owner, model_name="with", final=0.4, evaluation_fields={"summary": summary})
+    make_entry(collaborator, model_name="without", final=0.3)
+    breakdown = ranking.category_breakdown(board(), "interaction_complexity")
+    assert breakdown.labels == ["L2", "L10"]
+    assert names(breakdown.entries) == ["with"]
+    assert breakdown.means["L10"]["final"] == pytest.approx(0.13)
+    with pytest.raises(ranking.QueryError):
+        ranking.category_breakdown(board(), "colour")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fast_rank_ranges_equal_the_evaluators(seed):
+    """The board's sort-based rank ranges are exactly evaluator.scoring.bootstrap_rank_ranges, ties included."""
+    rng = np.random.default_rng(seed)
+    matrix = rng.integers(0, 5, size=(40, 12)) / 4  # coarse scores: many ties
+    matrix[7] = matrix[3]  # two identical entries
+    expected = scoring.bootstrap_rank_ranges(matrix, n_resamples=ranking.RANK_RESAMPLES, seed=ranking.RANK_SEED)
+    assert ranking.rank_ranges_of(matrix) == expected
+
+
+def test_results_matrix_aligns_tasks_and_fills_gaps():
+    """Columns are the union of task ids; a missing task counts 0; an entry without results is its Final."""
+    vectors = [(np.array([1, 2, 3]), np.array([0.1, 0.2, 0.3])), (np.array([1, 3]), np.array([0.5, 0.7])), None]
+    matrix = ranking.results_matrix(vectors, [0.2, 0.4, 0.9])
+    assert matrix.tolist() == [[0.1, 0.2, 0.3], [0.5, 0.0, 0.7], [0.9, 0.9, 0.9]]
+
+
+def test_competition_ranks_share_the_better_rank():
+    """Equal scores share the better rank and the next rank is skipped, per column."""
+    scores = np.array([[0.5, 0.1], [0.9, 0.1], [0.5, 0.3]])
+    assert ranking.competition_ranks(scores).tolist() == [[2, 2], [1, 2], [2, 1]]
