@@ -14,7 +14,8 @@ from evaluator import container
 from evaluator.bundle import make_bundle_zip
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# Image builds happen in the first test's fixtures: allow for them (minutes on a loaded 2-core machine).
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2700)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "var" / "benchmark" / "dev" / "data.jsonl"

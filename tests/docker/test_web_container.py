@@ -10,7 +10,8 @@ import urllib.request
 
 import pytest
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# Image builds happen in the first test's fixtures: allow for them (minutes on a loaded 2-core machine).
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2700)]
 
 
 def free_port() -> int:
