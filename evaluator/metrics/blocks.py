@@ -1,16 +1,21 @@
 """Design2Code-style text-block comparison, weighted like the official MLLM visual rubric.
 
 Sub-scores (all in [0, 1]) and their rubric points:
-- layout 10: overlap of where text blocks are, and of where any non-background component is;
+- layout 10: how near the places where text blocks are, and where any non-background component
+  is, lie to the other picture's (a small move costs a little, a region left empty costs all);
 - elements 15: share of block area that found a partner (blocks paired by text similarity with
   the Hungarian algorithm, pairs under the match threshold dropped);
 - content 40: token F1 of all block text;
 - style 15: colour difference of paired blocks (text and background) and of the page palettes;
-- overall 20: structural similarity (SSIM) of the grey pictures at a small fixed size.
+- overall 20: structural similarity (SSIM) of the grey pictures at a small fixed size, windows
+  weighted by how much they hold.
 
-Blocks come from the caller (DOM text blocks: ``{"text", "box": [x, y, w, h], "color": [r, g, b],
-"bg": [r, g, b]}``) when given for both sides, otherwise from OCR lines of each picture with
-colours sampled from the pixels: both sides always come from the same source.
+Blocks are OCR lines of each picture with colours sampled from the pixels (protocol setting
+``block_source`` "ocr"): the score then depends on the two screenshots only, and the same
+screenshot always yields the same blocks. With ``block_source`` "dom", blocks given by the caller
+for both sides (DOM text blocks: ``{"text", "box": [x, y, w, h], "color": [r, g, b], "bg": [r, g, b]}``)
+are used instead; both sides must then come from the same extractor, or identical pages score
+below 1. Identical inputs score exactly 1 on every sub-score.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from PIL import Image
 from rapidfuzz import fuzz
 from rapidfuzz.process import cdist
+from scipy.ndimage import distance_transform_edt, uniform_filter
 from scipy.optimize import linear_sum_assignment
 from skimage.color import deltaE_ciede2000, rgb2lab
 from skimage.metrics import structural_similarity
@@ -34,6 +40,7 @@ from evaluator.metrics.ocr import Line, OcrCache, ocr_lines
 from evaluator.metrics.visual import Canvas, common_canvas, resize, scaled_size
 
 RGB = tuple[int, int, int]
+BoxF = tuple[float, float, float, float]  # x, y, width, height in pixels
 SUB_SCORES = ("layout", "elements", "content", "style", "overall")
 _FINE = 4  # pixels per layout cell side when finding components: thin strokes still show
 _DISTINCT_LEVELS = 6  # text differs from its background by more than 6 of 32 levels (48 of 256) in a channel
@@ -41,16 +48,25 @@ _DISTINCT_LEVELS = 6  # text differs from its background by more than 6 of 32 le
 
 @dataclass(frozen=True)
 class Block:
-    """A run of text on the picture: its box in pixels, text colour and background colour."""
+    """A run of text on the picture: its box in pixels, text colour and background colour.
+
+    ``parts`` are the boxes the text really covers (an OCR line's word boxes; empty means the whole
+    box): a line Tesseract strings across two columns covers its words, not the gap between them.
+    """
 
     text: str
-    box: tuple[float, float, float, float]
+    box: BoxF
     color: RGB
     bg: RGB
+    parts: tuple[BoxF, ...] = ()
+
+    @property
+    def boxes(self) -> tuple[BoxF, ...]:
+        return self.parts or (self.box,)
 
     @property
     def area(self) -> float:
-        return self.box[2] * self.box[3]
+        return sum(w * h for _, _, w, h in self.boxes)
 
 
 # --- obtaining blocks -------------------------------------------------------------------------
@@ -111,7 +127,8 @@ def blocks_from_lines(pixels: np.ndarray, lines: list[Line]) -> list[Block]:
     for line in lines:
         x, y, w, h = line.box
         color, bg = sample_colours(levels[y:y + h, x:x + w], codes[y:y + h, x:x + w])
-        blocks.append(Block(line.text, (float(x), float(y), float(w), float(h)), color, bg))
+        parts = tuple(tuple(float(v) for v in word.box) for word in line.words)
+        blocks.append(Block(line.text, (float(x), float(y), float(w), float(h)), color, bg, parts))
     return blocks
 
 
@@ -163,13 +180,18 @@ def elements_score(ref: list[Block], gen: list[Block], matches: list[tuple[int, 
     """Share of all block area (each side relative to its picture) belonging to matched blocks."""
     if not ref and not gen:
         return 1.0
-    ref_area = np.array([b.area for b in ref]) / (ref_size[0] * ref_size[1])
-    gen_area = np.array([b.area for b in gen]) / (gen_size[0] * gen_size[1])
+    ref_area = np.array([b.area for b in ref], dtype=float) / (ref_size[0] * ref_size[1])
+    gen_area = np.array([b.area for b in gen], dtype=float) / (gen_size[0] * gen_size[1])
+    ref_left = np.ones(len(ref), dtype=bool)
+    gen_left = np.ones(len(gen), dtype=bool)
+    ref_left[[r for r, _, _ in matches]] = False
+    gen_left[[g for _, g, _ in matches]] = False
     total = ref_area.sum() + gen_area.sum()
     if total <= 0:
-        return 0.0
-    matched = sum(ref_area[r] + gen_area[g] for r, g, _ in matches)
-    return float(matched / total)
+        return 0.0 if ref_left.any() or gen_left.any() else 1.0
+    # 1 - unmatched share (not matched / total): every block matched gives exactly 1, whatever the
+    # rounding of the sums.
+    return float(1.0 - (ref_area[ref_left].sum() + gen_area[gen_left].sum()) / total)
 
 
 def content_score(ref: list[Block], gen: list[Block]) -> float:
@@ -196,40 +218,76 @@ def layout_grid(canvas: Canvas, settings: dict) -> tuple[int, int]:
 
 
 def layout_score(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[Block], settings: dict) -> float:
-    """Mean of two overlaps (IoU on a coarse grid): text-block boxes, and non-background components.
+    """Mean of two tolerant overlaps on a coarse grid (:func:`near_overlap`): where text-block boxes
+    are, and where non-background components are.
 
     ``small`` is the canvas resized to ``_FINE`` pixels per layout cell.
     """
     grid_w, grid_h = layout_grid(canvas, settings)
     cell = (canvas.width / grid_w, canvas.height / grid_h)
-    text_iou = _iou(_box_mask(ref, cell, (grid_h, grid_w)), _box_mask(gen, cell, (grid_h, grid_w)))
+    reach = float(settings["layout_reach"]) * max(grid_w, grid_h)
+    text = near_overlap(_box_coverage(ref, cell, (grid_h, grid_w)), _box_coverage(gen, cell, (grid_h, grid_w)),
+                        reach)
     delta = int(settings["component_delta"])
-    comp_iou = _iou(_component_mask(small.a, grid_w, grid_h, delta), _component_mask(small.b, grid_w, grid_h, delta))
-    return 0.5 * text_iou + 0.5 * comp_iou
+    comp = near_overlap(_component_coverage(small.a, grid_w, grid_h, delta),
+                        _component_coverage(small.b, grid_w, grid_h, delta), reach)
+    return 0.5 * text + 0.5 * comp
 
 
-def _box_mask(blocks: list[Block], cell: tuple[float, float], grid: tuple[int, int]) -> np.ndarray:
-    mask = np.zeros(grid, dtype=bool)
-    for b in blocks:
-        x0, y0 = int(b.box[0] // cell[0]), int(b.box[1] // cell[1])
-        x1, y1 = math.ceil((b.box[0] + b.box[2]) / cell[0]), math.ceil((b.box[1] + b.box[3]) / cell[1])
-        mask[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)] = True
-    return mask
+def near_overlap(a: np.ndarray, b: np.ndarray, reach: float) -> float:
+    """How well two coverage grids (each cell's covered share, 0-1) cover the same places,
+    forgiving small moves.
+
+    Each covered cell of either grid scores 1 - (distance in cells to the nearest covered cell of
+    the other grid) / ``reach``, at least 0; the coverage-weighted mean of those is scaled by the
+    ratio of the smaller covered area to the larger, so a page that merely covers everything does
+    not pass for one that covers the right places. Identical grids score exactly 1.
+    """
+    covered_a, covered_b = a > 0, b > 0
+    if not covered_a.any() or not covered_b.any():
+        return 1.0 if covered_a.any() == covered_b.any() else 0.0
+    share_a, share_b = a[covered_a], b[covered_b]
+    near_a = np.clip(1.0 - distance_transform_edt(~covered_b)[covered_a] / reach, 0.0, 1.0)
+    near_b = np.clip(1.0 - distance_transform_edt(~covered_a)[covered_b] / reach, 0.0, 1.0)
+    # Sums of the same shape taken the same way: all-near grids give exactly 1, not 1 - 1e-16.
+    area_a, area_b = float(share_a.sum()), float(share_b.sum())
+    nearness = (float((share_a * near_a).sum()) + float((share_b * near_b).sum())) / (area_a + area_b)
+    return min(1.0, nearness) * min(area_a, area_b) / max(area_a, area_b)
 
 
-def _component_mask(pixels: np.ndarray, grid_w: int, grid_h: int, delta: int) -> np.ndarray:
-    """Cells holding any pixel that differs clearly from the picture's dominant (background) colour."""
+def _box_coverage(blocks: list[Block], cell: tuple[float, float], grid: tuple[int, int]) -> np.ndarray:
+    """Share of each layout cell covered by block boxes (overlapping boxes count once per cell).
+
+    Fractional, so a box moved by a few pixels changes its cells a little instead of gaining a
+    whole row of cells."""
+    coverage = np.zeros(grid)
+    for box in (box for b in blocks for box in b.boxes):
+        x0, y0 = box[0] / cell[0], box[1] / cell[1]
+        x1, y1 = x0 + box[2] / cell[0], y0 + box[3] / cell[1]
+        cols, rows = _spans(x0, x1, grid[1]), _spans(y0, y1, grid[0])
+        if cols is None or rows is None:
+            continue
+        (c0, col_share), (r0, row_share) = cols, rows
+        area = coverage[r0:r0 + len(row_share), c0:c0 + len(col_share)]
+        np.maximum(area, np.outer(row_share, col_share), out=area)
+    return coverage
+
+
+def _spans(start: float, end: float, cells: int) -> tuple[int, np.ndarray] | None:
+    """(first cell, covered share of each cell from it) of the interval [start, end) in cell units."""
+    first, last = max(0, math.floor(start)), min(cells, math.ceil(end))
+    if last <= first:
+        return None
+    edges = np.arange(first, last + 1, dtype=float)
+    return first, np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], start), 0.0, 1.0)
+
+
+def _component_coverage(pixels: np.ndarray, grid_w: int, grid_h: int, delta: int) -> np.ndarray:
+    """Share of each cell's pixels that differ clearly from the picture's dominant (background) colour."""
     fine = pixels.astype(np.int16)
     background = np.array(_code_rgb(_mode_code(_quantize(pixels)[1])), dtype=np.int16)
     differs = np.abs(fine - background).max(axis=2) > delta
-    return differs.reshape(grid_h, _FINE, grid_w, _FINE).any(axis=(1, 3))
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    union = np.logical_or(a, b).sum()
-    if union == 0:
-        return 1.0
-    return float(np.logical_and(a, b).sum() / union)
+    return differs.reshape(grid_h, _FINE, grid_w, _FINE).mean(axis=(1, 3))
 
 
 def style_score(small: Canvas, ref: list[Block], gen: list[Block], matches: list[tuple[int, int, float]],
@@ -281,14 +339,31 @@ def palette_similarity(pal_a: tuple[np.ndarray, np.ndarray], pal_b: tuple[np.nda
 
 
 def overall_score(canvas: Canvas, settings: dict) -> float:
-    """SSIM of the grey pictures scaled to a small fixed long side, clipped to [0, 1]."""
+    """Structural similarity of the grey pictures scaled to a small fixed long side, in [0, 1].
+
+    At that size a small shift moves content by a fraction of a pixel, so arrangement counts and
+    exact positions do not. Each window's SSIM is weighted by how much the two pictures vary in it
+    (their local variances plus SSIM's own constant): empty background, where any two pages agree,
+    no longer lets a blank page pass as half similar to a full one.
+    """
     size = scaled_size(canvas.width, canvas.height, int(settings["ssim_long_side"]))
-    a, b = (np.asarray(resize(Image.fromarray(arr).convert("L"), size)) for arr in (canvas.a, canvas.b))
+    a, b = (np.asarray(resize(Image.fromarray(arr).convert("L"), size), dtype=float) for arr in (canvas.a, canvas.b))
+    if np.array_equal(a, b):
+        return 1.0
     side = min(a.shape)
     if side < 3:
-        return float(1.0 - np.abs(a.astype(float) - b).mean() / 255.0)
+        return float(1.0 - np.abs(a - b).mean() / 255.0)
     window = min(7, side if side % 2 else side - 1)
-    return float(np.clip(structural_similarity(a, b, data_range=255, win_size=window), 0.0, 1.0))
+    _, ssim_map = structural_similarity(a, b, data_range=255, win_size=window, full=True)
+    weights = _local_variance(a, window) + _local_variance(b, window) + (0.03 * 255) ** 2  # SSIM's C2
+    inner = (slice(window // 2, -(window // 2) or None),) * 2  # windows wholly inside the picture
+    score = (ssim_map[inner] * weights[inner]).sum() / weights[inner].sum()
+    return float(np.clip(score, 0.0, 1.0))
+
+
+def _local_variance(pixels: np.ndarray, window: int) -> np.ndarray:
+    mean = uniform_filter(pixels, window)
+    return np.maximum(uniform_filter(pixels * pixels, window) - mean * mean, 0.0)
 
 
 # --- combination ------------------------------------------------------------------------------
@@ -306,8 +381,12 @@ def block_score(ref_img: ImageLike, gen_img: ImageLike, ref_blocks: list[dict] |
 
 def pair_blocks(ref: Image.Image, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
                 settings: dict, cache: OcrCache | None) -> tuple[list[Block], list[Block]]:
-    """Both sides' blocks from one source: the caller's when given for both, else OCR lines of each picture."""
-    if ref_blocks is not None and gen_blocks is not None:
+    """Both sides' blocks from one source: OCR lines of each picture, or with ``block_source`` "dom"
+    the caller's blocks when given for both sides."""
+    source = settings["block_source"]
+    if source not in ("ocr", "dom"):
+        raise MetricError(f"block_source must be 'ocr' or 'dom', got {source!r}")
+    if source == "dom" and ref_blocks is not None and gen_blocks is not None:
         return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
     return blocks_from_image(ref, settings, cache), blocks_from_image(gen, settings, cache)
 

@@ -23,7 +23,8 @@ def score_checkpoint(ref_png: ImageLike, gen_png: ImageLike, params: dict | None
     Like the official judge, OCR similarity compares the OCR text of both screenshots;
     ``ref_text`` / ``gen_text`` are for OCR text already at hand (they save a Tesseract run),
     not for DOM text, which would not compare fairly with OCR text of the other side.
-    Blocks given for both sides (DOM text blocks) are used; otherwise both come from OCR lines.
+    The block comparison reads OCR lines of both screenshots; only with the protocol setting
+    ``block_source`` "dom" are blocks given for both sides (DOM text blocks) used instead.
     OCR results are cached by pixel hash in ``cache`` (default: a process-wide LRU), so the
     reference side is read once per task and the block metrics reuse the same reading.
     """

@@ -1,20 +1,30 @@
 """Screenshot text by Tesseract, and the official OCR similarity.
 
-One Tesseract run per picture gives both the text and the word boxes (``image_to_data``).
+One Tesseract run per picture gives both the text and the word boxes (its TSV output).
+Tesseract runs in-process through ``tesserocr`` (the pinned wheel carries its own libtesseract,
+so every machine with that wheel and Debian's ``eng.traineddata`` reads the same text); each
+thread borrows a loaded engine from a per-process pool, so the model loads once per thread
+that reads, not once per picture. Without ``tesserocr`` the ``tesseract`` program is run
+through ``pytesseract``: slower, and its text may differ slightly, so the engine is part
+of every cache key (see :func:`ocr_engine`).
 Results are cached by a hash of the pixels, in memory and optionally on disk, so a task's
 reference screenshots are read once however many submissions are scored against them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytesseract
@@ -26,6 +36,9 @@ from evaluator.metrics import ImageLike, MetricError, image_key, load_image, vis
 Box = tuple[int, int, int, int]  # x, y, width, height in pixels
 # A screenshot takes well under a second; far longer means Tesseract is stuck on a pathological picture.
 TESSERACT_TIMEOUT_S = 60
+# Where Debian (and most distributions) put Tesseract's language data; TESSDATA_PREFIX comes first.
+TESSDATA_DIRS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
+                 "/usr/share/tessdata", "/usr/local/share/tessdata")
 
 
 @dataclass(frozen=True)
@@ -136,27 +149,114 @@ class OcrCache:
 DEFAULT_CACHE = OcrCache()
 
 
+# --- the engine ---------------------------------------------------------------------------------
+
 @functools.lru_cache(maxsize=1)
-def tesseract_version() -> str:
-    """Installed Tesseract's version (part of cache keys: another engine may read differently)."""
+def _tesserocr() -> ModuleType | None:
+    """The ``tesserocr`` module, or None when it cannot be imported (then the tesseract program runs)."""
     try:
-        return str(pytesseract.get_tesseract_version())
+        import tesserocr
+    except ImportError:
+        return None
+    return tesserocr
+
+
+@functools.lru_cache(maxsize=1)
+def ocr_engine() -> str:
+    """Which OCR engine this process reads with, e.g. ``tesserocr 2.13.0 / tesseract 5.5.4``.
+
+    Part of every cache key, and worth recording beside scores: another engine version may read
+    a few words differently.
+    """
+    tesserocr = _tesserocr()
+    if tesserocr is not None:
+        return f"tesserocr {tesserocr.__version__} / {tesserocr.tesseract_version().splitlines()[0]}"
+    try:
+        return f"tesseract {pytesseract.get_tesseract_version()}"
     except pytesseract.TesseractNotFoundError:
         raise MetricError("tesseract is not installed (apt-get install tesseract-ocr)") from None
 
+
+def tessdata_dir(lang: str) -> str:
+    """The first folder holding every ``<lang>.traineddata`` that ``lang`` ("eng", "eng+deu") names."""
+    candidates = [os.environ["TESSDATA_PREFIX"]] if os.environ.get("TESSDATA_PREFIX") else []
+    candidates += TESSDATA_DIRS
+    for folder in candidates:
+        if all((Path(folder) / f"{part}.traineddata").is_file() for part in lang.split("+")):
+            return folder.rstrip("/") + "/"
+    raise MetricError(f"no Tesseract language data for {lang!r} in {', '.join(candidates)} "
+                      "(apt-get install tesseract-ocr)")
+
+
+class _EnginePool:
+    """Loaded tesserocr engines by language. A thread borrows one for a picture and gives it back,
+    so threads never share an engine and a new thread reuses an idle one instead of loading again."""
+
+    def __init__(self):
+        self._idle: dict[str, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def borrow(self, lang: str) -> Iterator[Any]:
+        with self._lock:
+            idle = self._idle.setdefault(lang, [])
+            api = idle.pop() if idle else None
+        if api is None:
+            api = self._load(lang)
+        try:
+            yield api
+        finally:
+            api.Clear()  # drop the picture and its results; the loaded model stays
+            with self._lock:
+                self._idle[lang].append(api)
+
+    @staticmethod
+    def _load(lang: str) -> Any:
+        tesserocr = _tesserocr()
+        try:
+            return tesserocr.PyTessBaseAPI(path=tessdata_dir(lang), lang=lang)
+        except RuntimeError as exc:
+            raise MetricError(f"tesseract cannot load language {lang!r}: {exc}") from None
+
+
+_ENGINES = _EnginePool()
+
+
+# --- reading ------------------------------------------------------------------------------------
 
 def ocr_page(img: ImageLike, params: dict | None = None, cache: OcrCache | None = None) -> OcrResult:
     """Words on the picture, from the cache when this picture was read before with the same settings."""
     image = load_image(img)
     settings = visual_params(params)
-    config = (settings["ocr_lang"], int(settings["ocr_psm"]), float(settings["ocr_min_conf"]))
+    config = (settings["ocr_lang"], int(settings["ocr_psm"]), float(settings["ocr_min_conf"]),
+              int(settings["ocr_dpi"]))
     cache = DEFAULT_CACHE if cache is None else cache
-    key = f"{image_key(image)}-{tesseract_version()}-{config[0]}-{config[1]}-{config[2]:g}"
+    key = f"{image_key(image)}-{_settings_key(config)}"
     result = cache.get(key)
     if result is None:
         result = _run_tesseract(image, *config)
         cache.put(key, result)
     return result
+
+
+def _settings_key(config: tuple) -> str:
+    """A file-name-safe digest of the engine, its language data and the OCR settings."""
+    parts = [ocr_engine(), language_data_digest(config[0]), *config]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=8)
+def language_data_digest(lang: str) -> str:
+    """Short digest of the ``.traineddata`` files read for ``lang`` (other data, other words);
+    empty when they are not where :func:`tessdata_dir` looks (the tesseract program may still find them)."""
+    try:
+        folder = Path(tessdata_dir(lang))
+    except MetricError:
+        return ""
+    digest = hashlib.sha256()
+    for part in lang.split("+"):
+        digest.update((folder / f"{part}.traineddata").read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def ocr_text(img: ImageLike, params: dict | None = None, cache: OcrCache | None = None) -> str:
@@ -186,22 +286,53 @@ def ocr_similarity(a: str, b: str) -> float:
     return 1.0 - Levenshtein.distance(a, b) / longest
 
 
-def _run_tesseract(image: Image.Image, lang: str, psm: int, min_conf: float) -> OcrResult:
+def _run_tesseract(image: Image.Image, lang: str, psm: int, min_conf: float, dpi: int) -> OcrResult:
     # Tesseract's OpenMP threads make it 4-6x slower on two cores; set at call time so
-    # importing this module changes nothing.
+    # importing this module changes nothing (the tesserocr wheel is built without OpenMP).
     os.environ["OMP_THREAD_LIMIT"] = "1"
     gray = image.convert("L")
+    if _tesserocr() is not None:
+        data = _read_in_process(gray, lang, psm, dpi)
+    else:
+        data = _read_with_program(gray, lang, psm, dpi)
+    return OcrResult(tuple(_words_from_data(data, min_conf)))
+
+
+def _read_in_process(gray: Image.Image, lang: str, psm: int, dpi: int) -> dict[str, list]:
+    with _ENGINES.borrow(lang) as api:
+        api.SetPageSegMode(psm)
+        # Raw pixels with a stated resolution: nothing depends on how an image file is encoded.
+        api.SetImageBytes(gray.tobytes(), gray.width, gray.height, 1, gray.width)
+        api.SetSourceResolution(dpi)
+        if not api.Recognize(timeout=TESSERACT_TIMEOUT_S * 1000):
+            raise MetricError(f"tesseract failed or did not finish within {TESSERACT_TIMEOUT_S} s")
+        return _parse_tsv(api.GetTSVText(0))
+
+
+def _parse_tsv(tsv: str) -> dict[str, list]:
+    """Tesseract's TSV rows as columns, shaped like ``pytesseract.image_to_data(output_type=DICT)``."""
+    names = ("level", "page_num", "block_num", "par_num", "line_num", "word_num",
+             "left", "top", "width", "height", "conf", "text")
+    data: dict[str, list] = {name: [] for name in names}
+    for row in tsv.splitlines():
+        cells = row.split("\t", len(names) - 1)
+        if len(cells) == len(names) and cells[0].isdigit():  # no header row, but be sure
+            for name, cell in zip(names, cells, strict=True):
+                data[name].append(cell)
+    return data
+
+
+def _read_with_program(gray: Image.Image, lang: str, psm: int, dpi: int) -> dict[str, list]:
     gray.format = "BMP"  # pytesseract writes the temporary file in this format: no PNG compression cost
     try:
-        data = pytesseract.image_to_data(gray, lang=lang, config=f"--psm {psm}", timeout=TESSERACT_TIMEOUT_S,
-                                         output_type=pytesseract.Output.DICT)
+        return pytesseract.image_to_data(gray, lang=lang, config=f"--psm {psm} --dpi {dpi}",
+                                         timeout=TESSERACT_TIMEOUT_S, output_type=pytesseract.Output.DICT)
     except pytesseract.TesseractNotFoundError:
         raise MetricError("tesseract is not installed (apt-get install tesseract-ocr)") from None
     except pytesseract.TesseractError as exc:
         raise MetricError(f"tesseract failed: {exc.message.strip() or exc.status}") from None
     except RuntimeError as exc:  # pytesseract's way of saying the timeout expired
         raise MetricError(f"tesseract did not finish within {TESSERACT_TIMEOUT_S} s ({exc})") from None
-    return OcrResult(tuple(_words_from_data(data, min_conf)))
 
 
 def _words_from_data(data: dict[str, list], min_conf: float) -> list[Word]:

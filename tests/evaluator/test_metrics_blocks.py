@@ -10,12 +10,16 @@ from evaluator.metrics.blocks import (
     Block,
     block_score,
     content_score,
+    elements_score,
     match_blocks,
+    near_overlap,
     parse_blocks,
     sample_colours,
 )
 from evaluator.protocols import get_protocol
-from tests.evaluator.test_metrics_ocr import FONT, PAGE_LINES, SHARED, render_page
+from tests.evaluator.conftest import FONT, PAGE_LINES, SHARED, render_page
+
+DOM = {"block_source": "dom"}
 
 SIZE = (1280, 720)
 TEXTS = ["Products", "Pricing", "Sign in", "Create your account", "Monthly plan $12", "Yearly plan $99",
@@ -41,14 +45,23 @@ def draw(blocks):
 
 
 def score(ref_blocks, gen_blocks):
-    return block_score(draw(ref_blocks), draw(gen_blocks), ref_blocks, gen_blocks)
+    """Block scores of the drawn pictures, with the given blocks as DOM blocks."""
+    return block_score(draw(ref_blocks), draw(gen_blocks), ref_blocks, gen_blocks, params=DOM)
 
 
 def test_it_scores_identical_blocks_one_everywhere():
-    """The same blocks on the same picture score 1 on every sub-score and in total."""
+    """The same blocks on the same picture score exactly 1 on every sub-score and in total."""
     result = score(layout(), layout())
     assert set(result) == {*SUB_SCORES, "total"}
-    assert all(v == pytest.approx(1.0) for v in result.values())
+    assert all(v == 1.0 for v in result.values()), result
+
+
+def test_it_gives_exactly_one_when_every_block_is_matched():
+    """Elements is 1 minus the unmatched share, so many blocks all matched is 1.0, not 0.9999999."""
+    blocks = parse_blocks(layout(TEXTS * 7), SIZE)
+    matches = match_blocks(blocks, blocks, 0.5)
+    assert elements_score(blocks, blocks, matches, SIZE, SIZE) == 1.0
+    assert elements_score(blocks, blocks, matches[1:], SIZE, SIZE) < 1.0
 
 
 def test_it_weights_the_total_like_the_official_rubric():
@@ -76,9 +89,36 @@ def test_it_drops_as_more_blocks_go_missing():
 
 
 def test_it_drops_as_blocks_move_further():
-    """Shifting all blocks further right lowers the layout score."""
-    values = [score(layout(), layout(dx=dx))["layout"] for dx in (0, 20, 60, 120)]
-    assert all(a > b for a, b in zip(values, values[1:], strict=False))
+    """Shifting all blocks further right lowers the layout score, gently at first."""
+    values = [score(layout(), layout(dx=dx))["layout"] for dx in (0, 15, 60, 120, 300)]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False)), values
+    assert values[1] > 0.9
+
+
+def test_it_keeps_the_overall_score_for_a_small_shift_but_not_for_a_blank_page():
+    """SSIM at a small size, weighted by content: a 15 px shift keeps most of it, larger shifts
+    lose more, and a blank page keeps little."""
+    values = [block_score(render_page(), render_page(dx=d, dy=d // 3), cache=SHARED)["overall"]
+              for d in (0, 5, 15, 60, 200)]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False)), values
+    assert values[2] > 0.85
+    blank = block_score(render_page(), Image.new("RGB", (1280, 720), "white"), cache=SHARED)["overall"]
+    assert blank < 0.3
+
+
+def test_it_forgives_near_misses_in_layout_but_not_empty_or_full_pages():
+    """Tolerant overlap: identical 1, one cell off still high, far off 0, covering everything
+    scaled down by its excess area, nothing against something 0."""
+    a = np.zeros((36, 64))
+    a[10:12, 5:30] = 1.0
+    moved = np.roll(a, 1, axis=0)
+    far = np.roll(a, 20, axis=0)
+    assert near_overlap(a, a.copy(), 4.0) == 1.0
+    assert near_overlap(a, moved, 4.0) == pytest.approx(0.875)  # half the cells still covered, half 1 cell off
+    assert near_overlap(a, far, 4.0) == 0.0
+    assert near_overlap(a, np.ones_like(a), 4.0) < a.sum() / a.size + 1e-9
+    assert near_overlap(a, np.zeros_like(a), 4.0) == 0.0
+    assert near_overlap(np.zeros_like(a), np.zeros_like(a), 4.0) == 1.0
 
 
 def test_it_drops_as_text_colour_drifts():
@@ -117,11 +157,11 @@ def test_it_samples_text_and_background_colours():
     assert np.abs(np.array(text) - (200, 20, 20)).max() <= 4
 
 
-def test_it_reads_blocks_by_ocr_when_none_are_given():
-    """Without DOM blocks, OCR lines are the blocks: fewer lines on the generated page, lower content."""
+def test_it_reads_blocks_by_ocr_by_default():
+    """By default OCR lines are the blocks: fewer lines on the generated page, lower content."""
     same = block_score(render_page(), render_page(), cache=SHARED)
     fewer = block_score(render_page(), render_page(PAGE_LINES[:3]), cache=SHARED)
-    assert same["content"] == 1.0 and same["total"] == pytest.approx(1.0)
+    assert same["content"] == 1.0 and same["total"] == 1.0
     assert fewer["content"] < 0.8 and fewer["total"] < same["total"]
 
 
@@ -143,3 +183,9 @@ def test_it_rejects_malformed_blocks_with_a_clear_message(item, message):
     """A malformed block names its position and what is wrong."""
     with pytest.raises(MetricError, match=message):
         parse_blocks([item], SIZE, "gen_blocks")
+
+
+def test_it_rejects_an_unknown_block_source():
+    """A block_source other than ocr or dom is a MetricError naming the value."""
+    with pytest.raises(MetricError, match="'html'"):
+        block_score(draw(layout()), draw(layout()), params={"block_source": "html"})

@@ -1,14 +1,29 @@
 """All visual scores of one reference/generated screenshot pair."""
 
+import json
+from collections import defaultdict
+
 import pytest
 from PIL import Image
 
 from evaluator.metrics import ocr
 from evaluator.metrics.checkpoint import score_checkpoint
 from evaluator.metrics.ocr import OcrCache
-from tests.evaluator.test_metrics_ocr import PAGE_LINES, SHARED, count_tesseract_runs, render_page
+from tests.evaluator.conftest import BENCHMARK, PAGE_LINES, SHARED, render_page, sample_checkpoints
 
 KEYS = {"ocr", "global", "low_level", "high_level", "layout", "elements", "content", "style", "overall"}
+DOM = {"block_source": "dom"}
+
+
+def _checkpoints_by_task() -> dict[str, list]:
+    tasks = defaultdict(list)
+    for path in sample_checkpoints():
+        tasks[f"{path.parents[3].name}/{path.parents[1].name}"].append(path)
+    return dict(tasks)
+
+
+SAMPLE_TASKS = _checkpoints_by_task()
+SAMPLE_CACHE = OcrCache(maxsize=512)
 
 
 def test_it_scores_a_screenshot_against_itself_one(tmp_path):
@@ -17,7 +32,34 @@ def test_it_scores_a_screenshot_against_itself_one(tmp_path):
     render_page().save(tmp_path / "gen.png")
     result = score_checkpoint(tmp_path / "ref.png", tmp_path / "gen.png", cache=SHARED)
     assert set(result) == KEYS
-    assert all(v == pytest.approx(1.0) for v in result.values())
+    assert all(v == 1.0 for v in result.values()), result
+
+
+@pytest.mark.skipif(not SAMPLE_TASKS, reason=f"sample benchmark not built at {BENCHMARK} (scripts/setup.sh builds it)")
+@pytest.mark.parametrize("task", sorted(SAMPLE_TASKS) or ["none"])
+def test_every_sample_checkpoint_scores_exactly_one_against_itself(task):
+    """Each checkpoint of the sample benchmark scores exactly 1 on every key against itself, with OCR
+    blocks and with its reference DOM blocks on both sides."""
+    for path in SAMPLE_TASKS[task]:
+        reference = json.loads((path.parents[1] / "reference" / f"{path.stem}.json").read_text("utf-8"))
+        by_ocr = score_checkpoint(path, path, cache=SAMPLE_CACHE)
+        by_dom = score_checkpoint(path, path, DOM, ref_blocks=reference["blocks"], gen_blocks=reference["blocks"],
+                                  cache=SAMPLE_CACHE)
+        assert set(by_ocr) == KEYS
+        assert {k: v for k, v in by_ocr.items() if v != 1.0} == {}, path
+        assert {k: v for k, v in by_dom.items() if v != 1.0} == {}, path
+
+
+def test_it_scores_identical_screenshots_one_whatever_blocks_the_caller_has():
+    """By default blocks are read from the screenshots, so DOM blocks from two different extractors
+    (one per text node against one per element) cannot pull identical screenshots below 1."""
+    per_node = [{"text": word, "box": [80 + 60 * i, 110, 50, 30]} for i, word in enumerate(PAGE_LINES[0].split())]
+    per_element = [{"text": PAGE_LINES[0], "box": [80, 110, 400, 30]}]
+    result = score_checkpoint(render_page(), render_page(), ref_blocks=per_node, gen_blocks=per_element, cache=SHARED)
+    assert all(v == 1.0 for v in result.values()), result
+    with_dom = score_checkpoint(render_page(), render_page(), DOM, ref_blocks=per_node, gen_blocks=per_element,
+                                cache=SHARED)
+    assert with_dom["elements"] < 1.0
 
 
 def test_it_combines_like_the_official_low_level_score():
@@ -42,9 +84,8 @@ def test_it_scores_a_blank_page_low_against_a_real_one():
     assert result["high_level"] < 0.5
 
 
-def test_it_reads_the_reference_once(monkeypatch):
+def test_it_reads_the_reference_once(tesseract_runs):
     """With a shared cache the reference is read once; each new generated screenshot once."""
-    tesseract_runs = count_tesseract_runs(monkeypatch)
     cache = OcrCache()
     score_checkpoint(render_page(), render_page(PAGE_LINES[:5]), cache=cache)
     assert len(tesseract_runs) == 2
@@ -52,12 +93,25 @@ def test_it_reads_the_reference_once(monkeypatch):
     assert len(tesseract_runs) == 3
 
 
-def test_it_skips_ocr_when_text_and_blocks_are_given(monkeypatch):
-    """OCR text and DOM blocks supplied for both sides mean no Tesseract run at all."""
+def test_it_skips_ocr_when_text_and_dom_blocks_are_given(monkeypatch):
+    """With block_source "dom", OCR text and DOM blocks supplied for both sides mean no Tesseract run."""
     monkeypatch.setattr(ocr, "_run_tesseract", lambda *a: pytest.fail("tesseract ran"))
     blocks = [{"text": line, "box": [80, 110 + 70 * i, 400, 30], "color": [33, 37, 41], "bg": [255, 255, 255]}
               for i, line in enumerate(PAGE_LINES)]
-    result = score_checkpoint(render_page(), render_page(), ref_blocks=blocks, gen_blocks=blocks[:3],
+    result = score_checkpoint(render_page(), render_page(), DOM, ref_blocks=blocks, gen_blocks=blocks[:3],
                               ref_text=" ".join(PAGE_LINES), gen_text=" ".join(PAGE_LINES[:3]))
     assert result["ocr"] < 1.0 and result["elements"] < 1.0
     assert result["global"] == 1.0
+
+
+def test_it_degrades_gracefully_as_the_page_shifts():
+    """Moving the whole page further lowers the high-level score step by step, and a 15 px move costs
+    little next to a different page."""
+    results = [score_checkpoint(render_page(), render_page(dx=d, dy=d // 3), cache=SHARED) for d in (0, 15, 60, 200)]
+    for key in ("high_level", "layout", "overall"):
+        values = [r[key] for r in results]
+        assert all(a > b for a, b in zip(values, values[1:], strict=False)), (key, values)
+    assert results[1]["layout"] > 0.9 and results[1]["overall"] > 0.85 and results[1]["high_level"] > 0.9
+    other = score_checkpoint(render_page(), render_page(["Quarterly revenue", "Open tickets"], header=(30, 30, 30)),
+                             cache=SHARED)
+    assert other["high_level"] < results[1]["high_level"] - 0.3

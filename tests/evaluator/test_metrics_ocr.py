@@ -1,56 +1,27 @@
 """OCR text, word boxes, the official OCR similarity and the OCR cache."""
 
+import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from evaluator.metrics import MetricError, ocr
-from evaluator.metrics.ocr import OcrCache, ocr_lines, ocr_page, ocr_similarity, ocr_text, ocr_words
-
-ROOT = Path(__file__).resolve().parents[2]
-FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-
-PAGE_LINES = [
-    "Welcome to the Dashboard",
-    "Monthly earnings report",
-    "Pending requests and tasks",
-    "Settings and user profile",
-    "Download the latest invoice",
-    "Contact support for help",
-]
-
-
-def render_page(lines=PAGE_LINES, size=(1280, 720), font_size=24, color=(33, 37, 41), bg=(255, 255, 255),
-                header=(78, 115, 223)):
-    """A page-like picture: a coloured header bar and lines of DejaVu text on a plain background."""
-    img = Image.new("RGB", size, bg)
-    draw = ImageDraw.Draw(img)
-    font = ImageFont.truetype(FONT, font_size)
-    if header:
-        draw.rectangle([0, 0, size[0], 60], fill=header)
-    for i, line in enumerate(lines):
-        draw.text((80, 110 + i * 70), line, font=font, fill=color)
-    return img
-
-
-SHARED = OcrCache()  # pictures recur across tests; tests that count Tesseract runs use their own cache
-
-
-def count_tesseract_runs(monkeypatch):
-    """A list that grows by one entry per Tesseract run (the real engine still runs)."""
-    calls = []
-    real = ocr._run_tesseract
-
-    def run(*args):
-        calls.append(args[1:])
-        return real(*args)
-
-    monkeypatch.setattr(ocr, "_run_tesseract", run)
-    return calls
+from evaluator.metrics.ocr import (
+    OcrCache,
+    ocr_engine,
+    ocr_lines,
+    ocr_page,
+    ocr_similarity,
+    ocr_text,
+    ocr_words,
+    tessdata_dir,
+)
+from tests.evaluator.conftest import PAGE_LINES, ROOT, SHARED, render_page, sample_checkpoints
 
 
 def test_it_scores_identical_text_one():
@@ -109,9 +80,9 @@ def test_it_finds_no_text_on_a_blank_picture():
     assert ocr_similarity(text, "") == 1.0
 
 
-def test_it_reads_a_picture_once_per_cache(monkeypatch):
+def test_it_reads_a_picture_once_per_cache(tesseract_runs):
     """The same pixels (even from a new object) come from the cache; other settings read again."""
-    counting = count_tesseract_runs(monkeypatch)
+    counting = tesseract_runs
     cache = OcrCache()
     small = {"lines": PAGE_LINES[:2], "size": (640, 280)}
     first = ocr_page(render_page(**small), cache=cache)
@@ -122,9 +93,9 @@ def test_it_reads_a_picture_once_per_cache(monkeypatch):
     assert len(counting) == 2
 
 
-def test_it_keeps_results_on_disk_across_caches(tmp_path, monkeypatch):
+def test_it_keeps_results_on_disk_across_caches(tmp_path, tesseract_runs):
     """A new cache on the same directory answers without running Tesseract; a damaged file is redone."""
-    counting = count_tesseract_runs(monkeypatch)
+    counting = tesseract_runs
     img = render_page(PAGE_LINES[:2], size=(640, 280))
     first = ocr_page(img, cache=OcrCache(directory=tmp_path))
     assert first.text
@@ -172,3 +143,112 @@ def test_it_says_which_image_it_cannot_read(tmp_path):
         ocr_text(bad)
     with pytest.raises(MetricError, match="No such file"):
         ocr_text(tmp_path / "missing.png")
+
+
+# --- the engine ------------------------------------------------------------------------------------
+
+SMALL = {"lines": PAGE_LINES[:2], "size": (640, 280)}
+
+
+@pytest.fixture
+def fresh_engines(monkeypatch):
+    """An empty engine pool whose loads are counted (the list of languages loaded)."""
+    pool = ocr._EnginePool()
+    loads = []
+    real_load = pool._load
+
+    def load(lang):
+        loads.append(lang)
+        return real_load(lang)
+
+    monkeypatch.setattr(pool, "_load", load)
+    monkeypatch.setattr(ocr, "_ENGINES", pool)
+    return loads
+
+
+@pytest.fixture
+def without_tesserocr(monkeypatch):
+    """As if tesserocr could not be imported: the tesseract program is used."""
+    monkeypatch.setattr(ocr, "_tesserocr", lambda: None)
+    ocr.ocr_engine.cache_clear()
+    yield
+    ocr.ocr_engine.cache_clear()
+
+
+def test_it_reads_in_process_with_tesserocr(monkeypatch):
+    """The pinned tesserocr wheel reads the text; the tesseract program is never started."""
+    monkeypatch.setattr(ocr.pytesseract, "image_to_data", lambda *a, **k: pytest.fail("tesseract program ran"))
+    assert ocr_engine().startswith("tesserocr ")
+    assert ocr_similarity(ocr_text(render_page(), cache=OcrCache()), " ".join(PAGE_LINES)) > 0.95
+
+
+def test_it_loads_the_model_once_for_many_pictures_and_threads(fresh_engines):
+    """One engine serves every picture of a thread, and a later thread reuses it instead of loading again."""
+    for n in (2, 3, 4):
+        ocr_page(render_page(PAGE_LINES[:n], size=(640, 360)), cache=OcrCache())
+    worker = threading.Thread(target=ocr_page, args=(render_page(PAGE_LINES[:5]),), kwargs={"cache": OcrCache()})
+    worker.start()
+    worker.join()
+    assert fresh_engines == ["eng"]
+
+
+def test_it_reads_the_same_words_from_concurrent_threads(fresh_engines):
+    """Threads reading at once each get their own engine and the words a lone read gives."""
+    pictures = [render_page(PAGE_LINES[i:i + 3], size=(640, 360)) for i in range(4)]
+    alone = [ocr_page(p, cache=OcrCache()) for p in pictures]
+    together = [None] * len(pictures)
+
+    def read(i):
+        together[i] = ocr_page(pictures[i], cache=OcrCache())
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(len(pictures))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone
+    assert 1 <= len(fresh_engines) <= len(pictures)
+
+
+def test_it_reads_identical_words_in_another_process(tmp_path):
+    """A fresh process reads exactly the same words and boxes from a screenshot (no hidden state)."""
+    shots = sample_checkpoints()
+    picture = shots[len(shots) // 2] if shots else tmp_path / "page.png"
+    if not shots:
+        render_page().save(picture)
+    code = ("import json, sys\nfrom evaluator.metrics.ocr import OcrCache, ocr_page\n"
+            "print(json.dumps(ocr_page(sys.argv[1], cache=OcrCache()).to_json()))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(picture)], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    here = ocr_page(picture, cache=OcrCache())
+    assert here.words
+    assert ocr.OcrResult.from_json(json.loads(out.stdout)) == here
+
+
+def test_it_falls_back_to_the_tesseract_program(without_tesserocr, tesseract_runs):
+    """Without tesserocr the tesseract program reads the text, under its own cache key."""
+    assert ocr_engine().startswith("tesseract ")
+    cache = OcrCache()
+    text = ocr_text(render_page(), cache=cache)
+    assert ocr_similarity(text, " ".join(PAGE_LINES)) > 0.95
+    assert len(tesseract_runs) == 1
+
+
+def test_it_keys_the_cache_by_engine(monkeypatch, tesseract_runs):
+    """A result read by one engine is not served to another: the engine is part of the key."""
+    cache = OcrCache()
+    img = render_page(**SMALL)
+    ocr_page(img, cache=cache)
+    monkeypatch.setattr(ocr, "ocr_engine", lambda: "tesseract 0.0-other")
+    ocr_page(img, cache=cache)
+    ocr_page(img, params={"ocr_dpi": 70}, cache=cache)
+    assert len(tesseract_runs) == 3
+
+
+def test_it_finds_language_data_and_names_what_is_missing(tmp_path, monkeypatch):
+    """TESSDATA_PREFIX is searched first; a language without data is a MetricError naming it."""
+    (tmp_path / "eng.traineddata").symlink_to(Path(tessdata_dir("eng")) / "eng.traineddata")
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))
+    assert tessdata_dir("eng") == f"{tmp_path}/"
+    with pytest.raises(MetricError, match="'xyz'"):
+        tessdata_dir("xyz")
