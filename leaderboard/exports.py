@@ -41,8 +41,8 @@ def method(board: Leaderboard) -> dict:
     }
 
 
-def document(board: Leaderboard) -> dict:
-    """The JSON document of a view (API response and JSON export)."""
+def document(board: Leaderboard, start: int = 0, stop: int | None = None) -> dict:
+    """The JSON document of a view (the JSON export; the API's pages hold entries[start:stop])."""
     query = board.query
     return {
         "split": query.split,
@@ -53,7 +53,7 @@ def document(board: Leaderboard) -> dict:
         "scores": "fractions in [0, 1]",
         "method": method(board),
         "count": len(board.entries),
-        "entries": [entry.as_dict() for entry in board.entries],
+        "entries": [entry.as_dict() for entry in board.entries[start:stop]],
         "flagged": [{"evaluation_id": f.evaluation_id, "model_name": f.model_name, "organisation": f.organisation,
                      "reason": f.reason} for f in board.flagged],
     }

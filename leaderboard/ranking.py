@@ -24,6 +24,7 @@ Everything computed here is cached under the leaderboard generation
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -341,7 +342,7 @@ def build_entries(query: Query) -> list[Entry]:
     entries = sorted((_entry(row) for row in values), key=lambda e: (-e.final, e.model_name.lower(), e.evaluation_id))
     assign_ranks(entries)
     ranked = [entry for entry in entries if entry.rank is not None]
-    for entry, span in zip(ranked, rank_ranges(ranked), strict=True):
+    for entry, span in zip(ranked, rank_ranges(ranked, scope=query.key()), strict=True):
         entry.rank_range = span
     assign_ties(ranked)
     return entries
@@ -416,12 +417,12 @@ def assign_ties(ranked: list[Entry]) -> None:
         entry.tie_group = group
 
 
-def rank_ranges(ranked: list[Entry]) -> list[tuple[int, int] | None]:
+def rank_ranges(ranked: list[Entry], scope: str = "") -> list[tuple[int, int] | None]:
     """95 % rank range of each ranked entry from a paired bootstrap over tasks.
 
     Entries without per-task results (the paper's rows) enter with a constant score, so they
     hold their place in others' ranges; when no entry has per-task results there is nothing
-    to resample and every range is None.
+    to resample and every range is None. ``scope`` names the board (see :func:`board_vectors`).
     """
     if not ranked:
         return []
@@ -429,7 +430,7 @@ def rank_ranges(ranked: list[Entry]) -> list[tuple[int, int] | None]:
     key = f"lb:v{CACHE_FORMAT}:rank-ranges:{hashlib.sha256(members.encode()).hexdigest()}"
     ranges = cache.get(key)
     if ranges is None:  # the same entries (ranked alike) have the same ranges, whatever the generation
-        vectors = task_vectors({entry.evaluation_id: entry.date for entry in ranked})
+        vectors = board_vectors(scope, {entry.evaluation_id: entry.date for entry in ranked})
         if vectors:
             matrix = results_matrix([vectors.get(e.evaluation_id) for e in ranked], [e.final for e in ranked])
             ranges = list(rank_ranges_of(matrix))
@@ -507,6 +508,23 @@ def task_vectors(evaluations: dict[int, datetime | None]) -> dict[int, TaskVecto
     return {evaluation_id: vector for evaluation_id, vector in vectors.items() if vector is not None}
 
 
+def board_vectors(scope: str, evaluations: dict[int, datetime | None]) -> dict[int, TaskVector]:
+    """:func:`task_vectors` for a whole board, also kept together under the board's ``scope``: a
+    board that gained an entry reads one cache value and the newcomer's results, not one
+    value per entry."""
+    key = f"lb:v{CACHE_FORMAT}:board-vectors:{scope}"
+    stamps = {evaluation_id: _stamp(moment) for evaluation_id, moment in evaluations.items()}
+    kept = cache.get(key) or {}
+    vectors = {evaluation_id: kept[(evaluation_id, stamp)] for evaluation_id, stamp in stamps.items()
+               if (evaluation_id, stamp) in kept}
+    missing = {evaluation_id: moment for evaluation_id, moment in evaluations.items() if evaluation_id not in vectors}
+    if missing:
+        vectors.update(task_vectors(missing))
+        cache.set(key, {(evaluation_id, stamps[evaluation_id]): vector for evaluation_id, vector in vectors.items()},
+                  CACHE_SECONDS)
+    return vectors
+
+
 def _read_task_vectors(evaluation_ids: list[int]) -> dict[int, TaskVector | None]:
     """One query for every evaluation's per-task Final (None for evaluations without results)."""
     rows = (TaskResult.objects.filter(evaluation_id__in=evaluation_ids).order_by("evaluation_id", "task_id")
@@ -537,42 +555,6 @@ def leaderboard(query: Query) -> Leaderboard:
                             generation=generation)
         cache.set(key, board, CACHE_SECONDS)
     return board
-
-
-SORTS = {
-    "rank": None,  # the board's own order
-    "model": lambda e: (e.model_name.lower(),),
-    "organisation": lambda e: (e.organisation.lower(), e.model_name.lower()),
-    "final": lambda e: (e.final,),
-    "ifs": lambda e: (e.ifs,),
-    "vfs": lambda e: (e.vfs,),
-    "low_level": lambda e: (e.low_level if e.low_level is not None else -1.0,),
-    "high_level": lambda e: (e.high_level if e.high_level is not None else -1.0,),
-    "n_tasks": lambda e: (e.n_tasks,),
-    "date": lambda e: (e.date.timestamp() if e.date else 0.0,),
-}
-TEXT_SORTS = {"model", "organisation"}
-
-
-def parse_sort(params: Mapping[str, str]) -> tuple[str, bool]:
-    """(column, descending) from ``sort`` and ``dir``; unknown values fall back to rank order."""
-    column = params.get("sort") or "rank"
-    if column not in SORTS:
-        column = "rank"
-    default_descending = column not in TEXT_SORTS
-    direction = params.get("dir")
-    descending = default_descending if direction not in ("asc", "desc") else direction == "desc"
-    return column, descending
-
-
-def sorted_entries(entries: list[Entry], column: str, descending: bool) -> list[Entry]:
-    """Entries ordered by a column (rank order breaks ties, so equal values keep their places)."""
-    if column == "rank":
-        return list(entries) if descending else list(reversed(entries))
-    order = {entry.evaluation_id: index for index, entry in enumerate(entries)}
-    key = SORTS[column]
-    ordered = sorted(entries, key=lambda e: order[e.evaluation_id])
-    return sorted(ordered, key=key, reverse=descending)
 
 
 # --------------------------------------------------------------------------- categories
@@ -658,9 +640,15 @@ def _category_breakdown(board: Leaderboard, axis: str) -> CategoryBreakdown:
     evaluated = [entry for entry in board.entries if not entry.is_paper]
     summaries = dict(Evaluation.objects.filter(pk__in=[e.evaluation_id for e in evaluated])
                      .values_list("pk", "summary"))
+    per_entry = {pk: category_scores(summary) for pk, summary in summaries.items()}
+    bare = [pk for pk, scores in per_entry.items() if not any(scores.values())]
+    if bare:  # summaries without categories (older evaluators): computed from the stored task results
+        results = TaskResult.objects.filter(evaluation_id__in=bare).select_related("task")
+        for pk, group in itertools.groupby(results.order_by("evaluation_id"), key=lambda r: r.evaluation_id):
+            per_entry[pk] = category_scores_from_results(group)
     kept, scores = [], []
     for entry in evaluated:
-        per_axis = category_scores(summaries.get(entry.evaluation_id)).get(axis)
+        per_axis = (per_entry.get(entry.evaluation_id) or {}).get(axis)
         if per_axis:
             kept.append(entry)
             scores.append(per_axis)

@@ -272,7 +272,7 @@ CACHES = {
 # "best" (highest Final) or "latest" (most recently scored).
 LEADERBOARD_SELECTION = env.get_choice("IWR_LEADERBOARD_SELECTION", "best", ("best", "latest"))
 # Rows per leaderboard page (the exports and the API always hold every row).
-LEADERBOARD_PAGE_SIZE = env.get_int("IWR_LEADERBOARD_PAGE_SIZE", 100, minimum=10)
+LEADERBOARD_PAGE_SIZE = env.get_int("IWR_LEADERBOARD_PAGE_SIZE", 50, minimum=10)
 # Plotly's browser bundle ships inside the pinned `plotly` Python package: served from there
 # as static/vendor/plotly/plotly.min.js, so no third-party code is committed or fetched from a CDN.
 # (find_spec locates the package without importing it.)

@@ -3,13 +3,16 @@
 Query parameters: ``split`` (test | dev), ``protocol`` (a protocol name such as ``iwr-det``,
 a full name such as ``iwr-det-1``, or ``paper``), ``weights`` (all | open | proprietary),
 ``verified`` (1 | 0), ``source`` (all | evaluated | reported), ``selection`` (best | latest).
-The answer is the same document as the JSON export (:func:`leaderboard.exports.document`);
-its encoded form is cached per view and leaderboard generation.
+``offset`` and ``limit`` (default 100, at most 1000) page through the rows; ``count`` is the
+view's total and ``next`` / ``previous`` link the neighbouring pages. Each page is the JSON
+export's document (:func:`leaderboard.exports.document`) for those rows; its encoded form is
+cached per view, page and leaderboard generation.
 """
 
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.http import HttpResponse
@@ -20,6 +23,11 @@ from rest_framework.response import Response
 from rest_framework.schemas.openapi import AutoSchema
 
 from leaderboard import exports, ranking
+from leaderboard.cache import get_generation
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+LIST_PATH = "/api/v1/leaderboard/"
 
 _SCORE = {"type": "number", "minimum": 0, "maximum": 1}
 _INTERVAL = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "nullable": True}
@@ -49,7 +57,9 @@ DOCUMENT_SCHEMA = {
         "split": {"type": "string"}, "protocol": {"type": "string"}, "selection": {"type": "string"},
         "filters": {"type": "object"}, "generation": {"type": "integer"}, "scores": {"type": "string"},
         "method": {"type": "object", "description": "Confidence level, interval method and resample counts."},
-        "count": {"type": "integer"},
+        "count": {"type": "integer", "description": "Rows in the whole view."},
+        "offset": {"type": "integer"}, "limit": {"type": "integer"},
+        "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True},
         "entries": {"type": "array", "items": ENTRY_SCHEMA},
         "flagged": {"type": "array", "items": {"type": "object"},
                     "description": "Entries maintainers took out of the ranking, with the public reason."},
@@ -66,6 +76,8 @@ PARAMETERS = (
      {"type": "string", "enum": list(ranking.SOURCES), "default": "all"}),
     ("selection", "Each researcher's best or latest submission per model.",
      {"type": "string", "enum": list(ranking.SELECTIONS)}),
+    ("offset", "Rows to skip (pages: follow `next`).", {"type": "integer", "minimum": 0, "default": 0}),
+    ("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}),
 )
 
 
@@ -91,14 +103,46 @@ class LeaderboardViewSet(viewsets.ViewSet):
     def list(self, request):
         try:
             query = ranking.parse_query(request.query_params)
+            offset, limit = page_window(request.query_params)
         except ranking.QueryError as exc:
             raise ValidationError({"detail": str(exc)}) from None
-        board = ranking.leaderboard(query)
-        if getattr(request.accepted_renderer, "format", "json") != "json":
-            return Response(exports.document(board))  # the browsable API
-        key = f"lb:v{ranking.CACHE_FORMAT}:{board.generation}:api:{query.key()}"
-        body = cache.get(key)
-        if body is None:
-            body = json.dumps(exports.document(board), separators=(",", ":")).encode()
-            cache.set(key, body, ranking.CACHE_SECONDS)
-        return HttpResponse(body, content_type="application/json")
+        if getattr(request.accepted_renderer, "format", "json") != "json":  # the browsable API
+            return Response(page_document(ranking.leaderboard(query), offset, limit))
+        return HttpResponse(cached_page(query, offset, limit), content_type="application/json")
+
+
+def cached_page(query: ranking.Query, offset: int, limit: int) -> bytes:
+    """The encoded page, served from the cache without unpickling the board (one cache read when warm)."""
+    key = f"lb:v{ranking.CACHE_FORMAT}:{get_generation()}:api:{query.key()}:{offset}:{limit}"
+    body = cache.get(key)
+    if body is None:
+        body = json.dumps(page_document(ranking.leaderboard(query), offset, limit), separators=(",", ":")).encode()
+        cache.set(key, body, ranking.CACHE_SECONDS)
+    return body
+
+
+def page_window(params) -> tuple[int, int]:
+    """(offset, limit) from the query; ``limit`` defaults to DEFAULT_LIMIT and is capped at MAX_LIMIT."""
+    values = []
+    for name, default, top in (("offset", 0, None), ("limit", DEFAULT_LIMIT, MAX_LIMIT)):
+        text = (params.get(name) or "").strip()
+        try:
+            value = int(text) if text else default
+        except ValueError:
+            raise ranking.QueryError(f"{name}={text!r} is not valid: use a whole number") from None
+        if value < (1 if name == "limit" else 0) or (top and value > top):
+            raise ranking.QueryError(f"{name}={value} is out of range" + (f" (1 to {top})" if top else ""))
+        values.append(value)
+    return values[0], values[1]
+
+
+def page_document(board: ranking.Leaderboard, offset: int, limit: int) -> dict:
+    """One page of the view's document, with the total count and links to the neighbouring pages."""
+    data = exports.document(board, offset, offset + limit)
+    data.update(offset=offset, limit=limit, next=None, previous=None)
+    params = board.query.params()
+    if offset + limit < len(board.entries):
+        data["next"] = f"{LIST_PATH}?{urlencode({**params, 'offset': offset + limit, 'limit': limit})}"
+    if offset > 0:
+        data["previous"] = f"{LIST_PATH}?{urlencode({**params, 'offset': max(0, offset - limit), 'limit': limit})}"
+    return data

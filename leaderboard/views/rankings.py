@@ -8,6 +8,7 @@ rendered table is cached too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -33,6 +34,39 @@ SPLIT_LABELS = {"test": "Test split (held out)", "dev": "Dev split (public)"}
 METRICS = ("final", "ifs", "vfs")
 
 
+SORTS = {
+    "rank": None,  # the board's own order
+    "model": lambda e: (e.model_name.lower(),),
+    "organisation": lambda e: (e.organisation.lower(), e.model_name.lower()),
+    "final": lambda e: (e.final,),
+    "ifs": lambda e: (e.ifs,),
+    "vfs": lambda e: (e.vfs,),
+    "low_level": lambda e: (e.low_level if e.low_level is not None else -1.0,),
+    "high_level": lambda e: (e.high_level if e.high_level is not None else -1.0,),
+    "n_tasks": lambda e: (e.n_tasks,),
+    "date": lambda e: (e.date.timestamp() if e.date else 0.0,),
+}
+TEXT_SORTS = {"model", "organisation"}
+
+
+def parse_sort(params: Mapping[str, str]) -> tuple[str, bool]:
+    """(column, descending) from ``sort`` and ``dir``; unknown values fall back to rank order."""
+    column = params.get("sort") or "rank"
+    if column not in SORTS:
+        column = "rank"
+    default_descending = column not in TEXT_SORTS
+    direction = params.get("dir")
+    descending = default_descending if direction not in ("asc", "desc") else direction == "desc"
+    return column, descending
+
+
+def sorted_entries(entries: list[ranking.Entry], column: str, descending: bool) -> list[ranking.Entry]:
+    """Entries ordered by a column; the sort is stable, so equal values keep their rank order."""
+    if column == "rank":
+        return list(entries) if descending else list(reversed(entries))
+    return sorted(entries, key=SORTS[column], reverse=descending)
+
+
 def _query_or_error(request):
     """(query, None) for good parameters, else (None, a 400 page saying which one is wrong)."""
     try:
@@ -56,20 +90,37 @@ def home(request):
     query, error = _query_or_error(request)
     if error:
         return error
-    sort, descending = ranking.parse_sort(request.GET)
-    number = (request.GET.get("page") or "1")[:6]
+    sort, descending = parse_sort(request.GET)
+    body = page_body(query, sort, descending, (request.GET.get("page") or "1")[:6])
+    return render(request, "leaderboard/rankings/leaderboard.html", {"body": body})
+
+
+def page_body(query: ranking.Query, sort: str = "rank", descending: bool = True, number: str = "1") -> str:
+    """The leaderboard page below the header for one view, ordering and page (cached per generation)."""
     key = f"lb:v{ranking.CACHE_FORMAT}:{get_generation()}:page:{query.key()}:{sort}:{int(descending)}:{number}"
     body = cache.get(key)
     if body is None:
         board = ranking.leaderboard(query)
         body = render_to_string("leaderboard/rankings/_board.html", _board_context(board, sort, descending, number))
         cache.set(key, body, ranking.CACHE_SECONDS)
-    return render(request, "leaderboard/rankings/leaderboard.html", {"body": body})
+    return body
+
+
+def warm_default_views(splits=("test", "dev")) -> None:
+    """Build the most read pages of the new generation ahead of their readers: each split's board
+    under the default protocol, its first page and its first API page. Meant to run in the worker
+    right after it bumps the generation, so the first reader after a scoring gets a cached page."""
+    from leaderboard.api.leaderboard import DEFAULT_LIMIT, cached_page
+
+    for split in splits:
+        query = ranking.parse_query({"split": split})
+        page_body(query)
+        cached_page(query, 0, DEFAULT_LIMIT)
 
 
 def _board_context(board, sort: str, descending: bool, number: str) -> dict:
     query = board.query
-    rows = ranking.sorted_entries(board.entries, sort, descending)
+    rows = sorted_entries(board.entries, sort, descending)
     page = Paginator(rows, settings.LEADERBOARD_PAGE_SIZE).get_page(number)
     return {
         "board": board, "query": query, "params": query.params(),
@@ -112,7 +163,7 @@ def _headers(query, sort: str, descending: bool) -> list[dict]:
     headers = []
     for key, label, numeric in COLUMNS:
         current = key == sort
-        default_desc = key not in ranking.TEXT_SORTS
+        default_desc = key not in TEXT_SORTS
         next_desc = (not descending) if current else default_desc
         headers.append({
             "key": key, "label": label, "numeric": numeric, "current": current, "hide_mobile": key in HIDDEN_ON_PHONES,

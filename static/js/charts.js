@@ -55,6 +55,23 @@
     });
   }
 
+  function shorten(label) {
+    return label.length > 18 ? label.slice(0, 17) + "\u2026" : label;
+  }
+
+  // On a phone, long model names on a vertical axis would leave no room for the bars:
+  // shorten the tick labels (the hover text keeps the full names) and the left margin.
+  function narrow(figure) {
+    var layout = JSON.parse(JSON.stringify(figure.layout));
+    var trace = figure.data[0] || {};
+    var names = trace.type === "heatmap" || trace.orientation === "h" ? trace.y : null;
+    if (names && names.length) {
+      layout.yaxis = Object.assign({}, layout.yaxis, { tickvals: names, ticktext: names.map(shorten), tickfont: { size: 11 } });
+      layout.margin = Object.assign({}, layout.margin, { l: 120 });
+    }
+    return layout;
+  }
+
   function draw(element) {
     var url = element.getAttribute("data-chart-url");
     var key = element.getAttribute("data-chart-key");
@@ -65,8 +82,12 @@
       var status = element.querySelector(".chart-status");
       if (status) status.remove();
       var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
-      if (window.matchMedia("(max-width: 720px)").matches) config.displayModeBar = false;  // it covers the legend
-      Plotly.react(element, figure.data, figure.layout, config);
+      var layout = figure.layout;
+      if (window.matchMedia("(max-width: 720px)").matches) {
+        config.displayModeBar = false;  // it covers the legend
+        layout = narrow(figure);
+      }
+      Plotly.react(element, figure.data, layout, config);
       element.setAttribute("data-drawn", "1");
     }).catch(function () { say(element, "The chart could not be loaded."); });
   }

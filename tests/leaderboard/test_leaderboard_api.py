@@ -40,7 +40,7 @@ def test_anonymous_readers_get_the_default_view(client):
     data = client.get(URL).json()
     board = ranking.leaderboard(ranking.parse_query({}))
     assert data["split"] == "test" and data["protocol"] == "iwr-det-1" and data["count"] == 4
-    assert data == exports.document(board) | {"entries": data["entries"]}
+    assert data == exports.document(board) | {"offset": 0, "limit": 100, "next": None, "previous": None}
     assert [item["model_name"] for item in data["entries"]] == [e.model_name for e in board.entries]
     first = data["entries"][0]
     assert 0 <= first["final"] <= 1 and len(first["final_ci"]) == 2 and first["rank"] == 1
@@ -59,11 +59,34 @@ def test_parameters_choose_split_protocol_and_filters(client):
     assert client.get(URL, {"split": "dev"}).json()["entries"] == []
 
 
-def test_bad_parameters_get_400_with_the_reason(client):
+def test_long_views_come_in_pages(client):
+    """limit/offset page through every row; count is the total; next/previous link the pages."""
+    populate(5)
+    first = client.get(URL, {"limit": 2}).json()
+    assert first["count"] == 6 and len(first["entries"]) == 2 and first["previous"] is None
+    assert first["next"] == "/api/v1/leaderboard/?split=test&protocol=iwr-det-1&offset=2&limit=2"
+    names = [e["model_name"] for e in first["entries"]]
+    url = first["next"]
+    while url:
+        page = client.get(url).json()
+        names += [e["model_name"] for e in page["entries"]]
+        url = page["next"]
+    assert names == [e["model_name"] for e in client.get(URL).json()["entries"]]
+    assert page["previous"] == "/api/v1/leaderboard/?split=test&protocol=iwr-det-1&offset=2&limit=2"
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"split": "train"}, "split='train' is not valid"),
+    ({"limit": "0"}, "limit=0 is out of range (1 to 1000)"),
+    ({"limit": "5000"}, "limit=5000 is out of range"),
+    ({"offset": "-1"}, "offset=-1 is out of range"),
+    ({"offset": "x"}, "offset='x' is not valid"),
+])
+def test_bad_parameters_get_400_with_the_reason(client, params, message):
     """An unknown value answers 400 naming the parameter."""
-    response = client.get(URL, {"split": "train"})
+    response = client.get(URL, params)
     assert response.status_code == 400
-    assert "split='train' is not valid" in response.json()["detail"]
+    assert message in response.json()["detail"]
 
 
 def test_the_api_is_read_only(client, owner):

@@ -223,3 +223,15 @@ def test_the_api_docs_page_and_schema_need_no_cdn(client):
     assert "openapi:" in yaml_text
     docs = text(client.get("/api/docs/"))
     assert "/api/v1/leaderboard/" in docs and "/api/v1/tasks/" in docs and "Authorization: Token" in docs
+
+
+def test_warming_after_a_scoring_serves_the_first_reader_from_the_cache(client, django_assert_max_num_queries):
+    """warm_default_views (run by the worker after bumping) leaves the default pages ready: no board query."""
+    from leaderboard.views.rankings import warm_default_views
+
+    populate(4)
+    warm_default_views()
+    with django_assert_max_num_queries(0):
+        assert client.get("/").status_code == 200
+        assert client.get("/?split=dev").status_code == 200
+        assert client.get("/api/v1/leaderboard/").status_code == 200

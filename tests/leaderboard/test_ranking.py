@@ -15,6 +15,7 @@ from leaderboard import ranking
 from leaderboard.cache import bump_generation
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.submissions import PAPER_PROTOCOL
+from leaderboard.views.rankings import parse_sort, sorted_entries
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry, make_task, make_task_set
 
@@ -260,11 +261,10 @@ def test_sorting_by_a_column_keeps_rank_order_for_equal_values(owner, collaborat
     make_entry(collaborator, model_name="a", final=0.5, evaluation_fields={"ifs": 0.2})
     make_entry(outsider, model_name="c", final=0.4, evaluation_fields={"ifs": 0.9})
     entries = board().entries
-    assert names(ranking.sorted_entries(entries, "ifs", True)) == ["c", "b", "a"]
-    assert names(ranking.sorted_entries(entries, *ranking.parse_sort({"sort": "model"}))) == ["a", "b", "c"]
-    ascending = ranking.parse_sort({"sort": "rank", "dir": "asc"})
-    assert names(ranking.sorted_entries(entries, *ascending)) == ["c", "a", "b"]
-    assert ranking.parse_sort({"sort": "drop table"}) == ("rank", True)
+    assert names(sorted_entries(entries, "ifs", True)) == ["c", "b", "a"]
+    assert names(sorted_entries(entries, *parse_sort({"sort": "model"}))) == ["a", "b", "c"]
+    assert names(sorted_entries(entries, *parse_sort({"sort": "rank", "dir": "asc"}))) == ["c", "a", "b"]
+    assert parse_sort({"sort": "drop table"}) == ("rank", True)
 
 
 # --------------------------------------------------------------------------- categories
@@ -332,3 +332,30 @@ def test_competition_ranks_share_the_better_rank():
     """Equal scores share the better rank and the next rank is skipped, per column."""
     scores = np.array([[0.5, 0.1], [0.9, 0.1], [0.5, 0.3]])
     assert ranking.competition_ranks(scores).tolist() == [[2, 2], [1, 2], [2, 1]]
+
+
+def test_a_board_that_gains_an_entry_reads_only_the_newcomers_results(tasks):
+    """Per-task results of a board's entries are kept together: a new entry costs only its own results."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(3):
+        make_entry(make_user(), model_name=f"m{n}", tasks=tasks, finals=[0.1 * n + 0.1 * k for k in range(6)])
+    board()
+    newcomer = make_entry(make_user(), model_name="new", tasks=tasks, finals=[0.5] * 6)
+    with CaptureQueriesContext(connection) as queries:
+        entries = board().entries
+    reads = [q["sql"] for q in queries.captured_queries if "leaderboard_taskresult" in q["sql"]]
+    assert len(reads) == 1 and f"IN ({newcomer.pk})" in reads[0]
+    assert all(entry.rank_range for entry in entries)
+
+
+def test_a_breakdown_computes_categories_for_entries_whose_summary_has_none():
+    """Entries without by_category in their summary get it from their task results, in one extra query."""
+    task_set = make_task_set()
+    tasks = [make_task(task_set, split="test", interaction_complexity=level) for level in ("L1", "L1", "L4")]
+    make_entry(make_user(), model_name="bare", tasks=tasks, finals=[0.2, 0.4, 0.9])
+    breakdown = ranking.category_breakdown(board(), "interaction_complexity")
+    assert names(breakdown.entries) == ["bare"] and breakdown.labels == ["L1", "L4"]
+    assert breakdown.scores[0]["L1"]["final"] == pytest.approx(0.3)
+    assert breakdown.means["L4"]["final"] == pytest.approx(0.9)
