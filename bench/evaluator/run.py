@@ -1,0 +1,165 @@
+"""Evaluator benchmark: seconds per action scoring the whole sample benchmark, against a naive harness.
+
+Both harnesses score the original (reference) pages of every task of every split of the
+sample benchmark, with the same metrics. Each measurement is one whole process per split
+(start-up, imports, browsers and OCR included), taken ``--rounds`` times with the two
+harnesses alternating so that a change in machine load hits both; the median round counts.
+
+    python bench/evaluator/run.py [--rounds 3] [--workers N] [--video] [--out DIR]
+
+- evaluator: ``python -m evaluator score --no-video`` (bubblewrap sandbox, ``--workers``,
+  default one per core), as a user runs it; no OCR cache kept between runs.
+- naive: ``bench/evaluator/naive.py``: a new browser per task, fixed 1 s / 0.5 s waits, one
+  task after another.
+
+Seconds per action = wall time / actions replayed. Prints a table and writes OUT/bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+NAIVE = Path(__file__).resolve().parent / "naive.py"
+SPLITS = ("dev", "test")
+TARGET_RATIO = 3.0
+TARGET_S_PER_ACTION = 0.3
+NOT_RUN = "task time limit reached"  # the evaluator records an action it never started this way
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    out = args.out or Path(tempfile.mkdtemp(prefix="iwr-bench-evaluator-"))
+    splits = _splits(args.benchmark)
+    bundles = {split: _reference_bundle(data, out / "bundles" / split) for split, data in splits.items()}
+    rounds = []
+    for n in range(1, args.rounds + 1):
+        fast = _measure("evaluator", splits, bundles, out / f"round{n}", args)
+        naive = _measure("naive", splits, bundles, out / f"round{n}", args)
+        rounds.append({"evaluator": fast, "naive": naive})
+        print(f"round {n}: evaluator {fast['seconds']:.1f} s, naive {naive['seconds']:.1f} s", flush=True)
+    report = _report(rounds, args)
+    (out / "bench.json").write_text(json.dumps(report, indent=1))
+    _print(report, out)
+    return 0
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="whole-process runs of each harness (median)")
+    parser.add_argument("--workers", type=int, default=None, help="evaluator workers (default: one per core)")
+    parser.add_argument("--video", action="store_true", help="let the evaluator record replay videos too")
+    parser.add_argument("--benchmark", type=Path, default=REPO / "var" / "benchmark", help="built sample benchmark")
+    parser.add_argument("--out", type=Path, default=None, help="working folder (default: a new temporary one)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return args
+
+
+def _splits(benchmark: Path) -> dict[str, Path]:
+    splits = {split: benchmark / split / "data.jsonl" for split in SPLITS}
+    missing = [str(p) for p in splits.values() if not p.is_file()]
+    if missing:
+        raise SystemExit(f"error: sample benchmark not built ({', '.join(missing)}): run scripts/setup.sh")
+    return splits
+
+
+def _reference_bundle(data: Path, out: Path) -> Path:
+    """The split's original pages as a bundle (``evaluator baselines --kinds reference``)."""
+    _run([sys.executable, "-m", "evaluator", "baselines", "--data", str(data), "--out", str(out),
+          "--kinds", "reference"])
+    return out / "reference"
+
+
+def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict:
+    """One whole-process run per split; seconds, actions and scores summed over the splits."""
+    seconds, actions, finals, per_split = 0.0, 0, [], {}
+    for split, data in splits.items():
+        target = out / harness / split
+        shutil.rmtree(target, ignore_errors=True)
+        started = time.monotonic()
+        _run(_command(harness, data, bundles[split], target, args))
+        elapsed = time.monotonic() - started
+        results = json.loads((target / "results.json").read_text())
+        n = sum(_actions_run(task) for task in results["tasks"].values())
+        seconds, actions = seconds + elapsed, actions + n
+        finals += [task["final"] for task in results["tasks"].values()]
+        per_split[split] = {"seconds": round(elapsed, 2), "actions": n}
+    return {"seconds": seconds, "actions": actions, "s_per_action": seconds / max(actions, 1),
+            "mean_final": statistics.fmean(finals), "splits": per_split}
+
+
+def _command(harness: str, data: Path, bundle: Path, out: Path, args) -> list[str]:
+    if harness == "naive":
+        return [sys.executable, str(NAIVE), "--data", str(data), "--bundle", str(bundle), "--out", str(out)]
+    command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
+               "--out", str(out)]
+    if args.workers:
+        command += ["--workers", str(args.workers)]
+    if not args.video:
+        command.append("--no-video")
+    return command
+
+
+def _actions_run(task: dict) -> int:
+    """Actions the harness carried out on the task (the failing one included)."""
+    if "actions_run" in task:
+        return task["actions_run"]
+    return sum(1 for step in task["steps"]
+               if step.get("index", 0) > 0 and not str(step.get("reason", "")).startswith(NOT_RUN))
+
+
+def _run(command: list[str]) -> None:
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {' '.join(command[1:4])} exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
+
+
+def _report(rounds: list[dict], args) -> dict:
+    median = {h: _median_round([r[h] for r in rounds]) for h in ("evaluator", "naive")}
+    ratio = median["naive"]["seconds"] / median["evaluator"]["seconds"]
+    return {
+        "command": "python bench/evaluator/run.py " + " ".join(sys.argv[1:]),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
+        "workers": args.workers or os.cpu_count(), "video": args.video, "rounds": rounds, "median": median,
+        "speedup": ratio,
+        "targets": {"speedup_min": TARGET_RATIO, "s_per_action_max": TARGET_S_PER_ACTION,
+                    "speedup_met": ratio >= TARGET_RATIO,
+                    "s_per_action_met": median["evaluator"]["s_per_action"] <= TARGET_S_PER_ACTION},
+    }
+
+
+def _median_round(runs: list[dict]) -> dict:
+    """The round with the median wall time (its actions and scores stay consistent with it)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _print(report: dict, out: Path) -> None:
+    rows = [("harness", "s (median)", "actions", "s/action", "mean Final")]
+    for harness, m in report["median"].items():
+        rows.append((harness, f"{m['seconds']:.1f}", str(m["actions"]), f"{m['s_per_action']:.3f}",
+                     f"{m['mean_final']:.3f}"))
+    for row in rows:
+        print(f"{row[0]:<10} {row[1]:>11} {row[2]:>8} {row[3]:>9} {row[4]:>11}")
+    targets = report["targets"]
+    met = {key: "met" if targets[key] else "NOT met" for key in ("speedup_met", "s_per_action_met")}
+    print(f"speedup {report['speedup']:.2f}x (target >= {TARGET_RATIO:g}x: {met['speedup_met']}); "
+          f"{report['median']['evaluator']['s_per_action']:.3f} s/action (target <= {TARGET_S_PER_ACTION:g}: "
+          f"{met['s_per_action_met']}); load average at the end {report['machine']['load_avg'][0]:.2f}; "
+          f"details in {out / 'bench.json'}")
+
+if __name__ == "__main__":
+    sys.exit(main())
