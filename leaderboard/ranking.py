@@ -33,6 +33,7 @@ from datetime import datetime
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import Lower, RowNumber
 
@@ -59,6 +60,7 @@ CACHE_SECONDS = 24 * 3600  # generation keys make entries stale long before this
 # Part of every cache key: bump it when what is cached changes shape, so a new release never
 # reads values an older one left in a shared cache.
 CACHE_FORMAT = 2
+PER_EVALUATION_CACHE_LIMIT = 50
 Kind = Submission.Kind
 TaskVector = tuple  # (task ids: int array, Finals: float array), both sorted by task id
 
@@ -426,11 +428,12 @@ def rank_ranges(ranked: list[Entry], scope: str = "") -> list[tuple[int, int] | 
     """
     if not ranked:
         return []
-    members = "|".join(f"{entry.evaluation_id}:{_stamp(entry.date)}" for entry in ranked)
+    stamps = {entry.evaluation_id: _stamp(entry.date) for entry in ranked}
+    members = "|".join(f"{evaluation_id}:{stamp}" for evaluation_id, stamp in stamps.items())
     key = f"lb:v{CACHE_FORMAT}:rank-ranges:{hashlib.sha256(members.encode()).hexdigest()}"
     ranges = cache.get(key)
     if ranges is None:  # the same entries (ranked alike) have the same ranges, whatever the generation
-        vectors = board_vectors(scope, {entry.evaluation_id: entry.date for entry in ranked})
+        vectors = board_vectors(scope, stamps)
         if vectors:
             matrix = results_matrix([vectors.get(e.evaluation_id) for e in ranked], [e.final for e in ranked])
             ranges = list(rank_ranges_of(matrix))
@@ -459,7 +462,7 @@ def rank_ranges_of(matrix: np.ndarray) -> list[tuple[int, int]]:
 def competition_ranks(scores: np.ndarray) -> np.ndarray:
     """Rank of each row in every column, 1 = highest, equal scores share the better rank (1, 1, 3)."""
     by_column = np.ascontiguousarray(scores.T)  # one sort per resample, over contiguous memory
-    order = np.argsort(-by_column, axis=1, kind="stable")
+    order = np.argsort(-by_column, axis=1)  # equal scores may come in any order: groups share a rank
     ordered = np.take_along_axis(by_column, order, axis=1)
     starts_group = np.ones(ordered.shape, dtype=bool)
     starts_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
@@ -488,48 +491,62 @@ def results_matrix(vectors: list[TaskVector | None], finals: list[float]) -> np.
     return matrix
 
 
-def task_vectors(evaluations: dict[int, datetime | None]) -> dict[int, TaskVector]:
+def task_vectors(stamps: dict[int, str]) -> dict[int, TaskVector]:
     """Evaluation id -> (task ids, their Finals), sorted by task id, for the given evaluations
-    (id -> when scored) that have per-task results.
+    (id -> :func:`_stamp` of when it was scored) that have per-task results.
 
     Results of a scored evaluation never change, so they are cached per evaluation across
     generations: a new generation only reads the results of evaluations scored since. The
     scoring time is part of the key, so a reused id can never return another run's results.
     """
-    keys = {evaluation_id: f"lb:v{CACHE_FORMAT}:task-finals:{evaluation_id}:{_stamp(moment)}"
-            for evaluation_id, moment in evaluations.items()}
+    keys = {evaluation_id: f"lb:v{CACHE_FORMAT}:task-finals:{evaluation_id}:{stamp}"
+            for evaluation_id, stamp in stamps.items()}
     found = cache.get_many(list(keys.values()))
     vectors = {evaluation_id: found[key] for evaluation_id, key in keys.items() if key in found}
     missing = [evaluation_id for evaluation_id in keys if evaluation_id not in vectors]
     if missing:
         fresh = _read_task_vectors(missing)
-        cache.set_many({keys[evaluation_id]: vector for evaluation_id, vector in fresh.items()}, CACHE_SECONDS)
+        if len(fresh) <= PER_EVALUATION_CACHE_LIMIT:  # newcomers; a whole board is kept by board_vectors
+            cache.set_many({keys[evaluation_id]: vector for evaluation_id, vector in fresh.items()}, CACHE_SECONDS)
         vectors.update(fresh)
     return {evaluation_id: vector for evaluation_id, vector in vectors.items() if vector is not None}
 
 
-def board_vectors(scope: str, evaluations: dict[int, datetime | None]) -> dict[int, TaskVector]:
+def board_vectors(scope: str, stamps: dict[int, str]) -> dict[int, TaskVector]:
     """:func:`task_vectors` for a whole board, also kept together under the board's ``scope``: a
     board that gained an entry reads one cache value and the newcomer's results, not one
-    value per entry."""
+    value per entry. Vectors are stored as raw bytes, which (un)pickle far faster than arrays."""
     key = f"lb:v{CACHE_FORMAT}:board-vectors:{scope}"
-    stamps = {evaluation_id: _stamp(moment) for evaluation_id, moment in evaluations.items()}
     kept = cache.get(key) or {}
-    vectors = {evaluation_id: kept[(evaluation_id, stamp)] for evaluation_id, stamp in stamps.items()
+    vectors = {evaluation_id: _unpack(kept[(evaluation_id, stamp)]) for evaluation_id, stamp in stamps.items()
                if (evaluation_id, stamp) in kept}
-    missing = {evaluation_id: moment for evaluation_id, moment in evaluations.items() if evaluation_id not in vectors}
+    missing = {evaluation_id: stamp for evaluation_id, stamp in stamps.items() if evaluation_id not in vectors}
     if missing:
         vectors.update(task_vectors(missing))
-        cache.set(key, {(evaluation_id, stamps[evaluation_id]): vector for evaluation_id, vector in vectors.items()},
-                  CACHE_SECONDS)
+        packed = {(evaluation_id, stamps[evaluation_id]): _pack(vector) for evaluation_id, vector in vectors.items()}
+        cache.set(key, packed, CACHE_SECONDS)
     return vectors
 
 
+def _pack(vector: TaskVector) -> tuple[bytes, bytes]:
+    return vector[0].astype(np.int64).tobytes(), vector[1].astype(np.float64).tobytes()
+
+
+def _unpack(packed: tuple[bytes, bytes]) -> TaskVector:
+    return np.frombuffer(packed[0], dtype=np.int64), np.frombuffer(packed[1], dtype=np.float64)
+
+
 def _read_task_vectors(evaluation_ids: list[int]) -> dict[int, TaskVector | None]:
-    """One query for every evaluation's per-task Final (None for evaluations without results)."""
-    rows = (TaskResult.objects.filter(evaluation_id__in=evaluation_ids).order_by("evaluation_id", "task_id")
-            .values_list("evaluation_id", "task_id", "final"))
-    data = np.array(list(rows.iterator(chunk_size=20000)), dtype=float).reshape(-1, 3)
+    """One query for every evaluation's per-task Final (None for evaluations without results).
+
+    The rows go straight from the database cursor into an array: a board of a thousand
+    entries has over a hundred thousand of them, and model rows would cost several times more.
+    """
+    sql, params = (TaskResult.objects.filter(evaluation_id__in=evaluation_ids).order_by("evaluation_id", "task_id")
+                   .values_list("evaluation_id", "task_id", "final").query.sql_with_params())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        data = np.array(cursor.fetchall(), dtype=float).reshape(-1, 3)
     vectors: dict[int, TaskVector | None] = dict.fromkeys(evaluation_ids)
     if len(data):
         cuts = np.flatnonzero(np.diff(data[:, 0])) + 1
