@@ -39,6 +39,7 @@ NOT_RUN = "task time limit reached"  # the evaluator records an action it never 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    load_at_start = os.getloadavg()
     out = args.out or Path(tempfile.mkdtemp(prefix="iwr-bench-evaluator-"))
     splits = _splits(args.benchmark)
     bundles = {split: _reference_bundle(data, out / "bundles" / split) for split, data in splits.items()}
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds.append({"evaluator": fast, "naive": naive})
         print(f"round {n}: evaluator {fast['seconds']:.1f} s, naive {naive['seconds']:.1f} s", flush=True)
     report = _report(rounds, args)
+    report["machine"]["load_avg_at_start"] = load_at_start
     (out / "bench.json").write_text(json.dumps(report, indent=1))
     _print(report, out)
     return 0
@@ -158,7 +160,8 @@ def _print(report: dict, out: Path) -> None:
     met = {key: "met" if targets[key] else "NOT met" for key in ("speedup_met", "s_per_action_met")}
     print(f"speedup {report['speedup']:.2f}x (target >= {TARGET_RATIO:g}x: {met['speedup_met']}); "
           f"{report['median']['evaluator']['s_per_action']:.3f} s/action (target <= {TARGET_S_PER_ACTION:g}: "
-          f"{met['s_per_action_met']}); load average at the end {report['machine']['load_avg'][0]:.2f}; "
+          f"{met['s_per_action_met']}); load average {report['machine']['load_avg_at_start'][0]:.2f} at the start, "
+          f"{report['machine']['load_avg'][0]:.2f} at the end; "
           f"details in {out / 'bench.json'}")
 
 if __name__ == "__main__":
