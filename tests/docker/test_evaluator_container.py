@@ -85,13 +85,18 @@ def tiny_dataset(root: Path) -> Path:
     return build_dataset(root, [rec])
 
 
-def test_a_page_in_the_container_finds_no_network(evaluator_image, tmp_path):
-    """Requests a page makes are blocked and recorded; the container itself has no route anywhere."""
+def one_page_job(tmp_path: Path, html: str) -> Path:
+    """A job of one one-action task whose submitted page is ``html``."""
     data = tiny_dataset(tmp_path / "ds")
     pages = tmp_path / "pages" / "1"
     pages.mkdir(parents=True)
-    (pages / "index.html").write_text(HOSTILE_NETWORK_PAGE)
-    job = make_job(tmp_path / "job", data, pages.parent)
+    (pages / "index.html").write_text(html)
+    return make_job(tmp_path / "job", data, pages.parent)
+
+
+def test_a_page_in_the_container_finds_no_network(evaluator_image, tmp_path):
+    """Requests a page makes are blocked and recorded; the container itself has no route anywhere."""
+    job = one_page_job(tmp_path, HOSTILE_NETWORK_PAGE)
     outcome = container.run_job(job, image=evaluator_image)
     assert outcome.reason is None, outcome.log_tail
     blocked = json.loads((job / "out" / "tasks" / "1" / "blocked.json").read_text())
@@ -128,11 +133,7 @@ function bomb() { const keep = []; for (;;) { keep.push(new Float64Array(8 * 102
 
 def test_a_memory_bomb_is_stopped_at_the_limit_and_reported(evaluator_image, tmp_path):
     """A page eating memory is killed at the container's limit and the job says so; nothing is left running."""
-    data = tiny_dataset(tmp_path / "ds")
-    pages = tmp_path / "pages" / "1"
-    pages.mkdir(parents=True)
-    (pages / "index.html").write_text(MEMORY_BOMB_PAGE)
-    job = make_job(tmp_path / "job", data, pages.parent)
+    job = one_page_job(tmp_path, MEMORY_BOMB_PAGE)
     limits = container.ContainerLimits(memory="700m", wall_clock_s=300)
     outcome = container.run_job(job, image=evaluator_image, limits=limits)
     results = job / "out" / "results.json"
@@ -148,11 +149,7 @@ def test_a_memory_bomb_is_stopped_at_the_limit_and_reported(evaluator_image, tmp
 
 def test_a_hung_container_is_stopped_at_the_wall_clock_limit(evaluator_image, tmp_path):
     """A job that never finishes is killed at the wall-clock limit, reported, and removed."""
-    data = tiny_dataset(tmp_path / "ds")
-    pages = tmp_path / "pages" / "1"
-    pages.mkdir(parents=True)
-    (pages / "index.html").write_text("<button class=btn>Go</button>")
-    job = make_job(tmp_path / "job", data, pages.parent)
+    job = one_page_job(tmp_path, "<button class=btn>Go</button>")
     outcome = container.run_job(job, image=evaluator_image, limits=container.ContainerLimits(wall_clock_s=1))
     assert outcome.timed_out and outcome.reason.startswith("time limit exceeded")
     leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=iwr-job-"], capture_output=True, text=True)

@@ -45,6 +45,14 @@ def staff(db):
     return make_user("maintainer", staff=True)
 
 
+@pytest.fixture
+def fresh_cache():
+    """An empty cache at the start of the test: ids are reused between tests, so cached pages would lie."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 def logged_in(client, user):
     client.force_login(user)
     return client

@@ -1,1 +1,1 @@
-from tests.leaderboard.base import collaborator, outsider, owner, staff  # noqa: F401 - fixtures
+from tests.leaderboard.base import collaborator, fresh_cache, outsider, owner, staff  # noqa: F401 - fixtures

@@ -39,6 +39,12 @@ def make_task(task_set: TaskSet | None = None, **fields) -> Task:
     return Task.objects.create(**{**defaults, **fields})
 
 
+def make_tasks(n: int, split: str = "test") -> list[Task]:
+    """``n`` tasks of one split in a new task set."""
+    task_set = make_task_set()
+    return [make_task(task_set, split=split) for _ in range(n)]
+
+
 def make_submission(owner=None, **fields) -> Submission:
     defaults = {"owner": owner, "split": "dev", "model_name": f"model-{next(_seq)}", "protocol": "iwr-det"}
     return Submission.objects.create(**{**defaults, **fields})

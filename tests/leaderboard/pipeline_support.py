@@ -10,10 +10,16 @@ traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task), ``h
 ``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
 action description so tests can check that test-split secrets are scrubbed from logs.
 
-Harness (``python -m tests.leaderboard.pipeline_support harness COMMAND``), run with the
-environment of the configuration under test: ``setup`` migrates, imports a tiny dataset,
-creates a user and queues N submissions of one bundle; ``state ID`` prints an
-evaluation's state and task results as JSON.
+Harness (``python -m tests.leaderboard.pipeline_support harness COMMAND``, or ``harness(environ,
+COMMAND, ...)`` from a test), run with the environment of the configuration under test:
+``setup N_TASKS N_SUBMISSIONS`` migrates, imports a tiny dataset, creates a user and queues
+N submissions of one bundle; ``state ID`` prints an evaluation's state and task results as
+JSON; ``generation-setup BASE_URL N_TASKS API_KEY`` accepts an endpoint submission through
+the product's form (its wake-up goes to the broker); ``generation-state ID`` prints a
+generation job's state as JSON.
+
+Worker nodes (``Worker``): real Celery workers started by the tests in their own process
+groups, sharing the harness's environment (``worker_environ``).
 """
 
 from __future__ import annotations
@@ -23,11 +29,15 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 WIDTH, HEIGHT = 640, 480
+ROOT = Path(__file__).resolve().parents[2]
+# Settings of the outer environment that would point the harness and workers at another deployment.
+DEPLOYMENT_VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "IWR_DATA_DIR")
 
 
 # --------------------------------------------------------------------------- fake evaluator
@@ -102,7 +112,6 @@ def _write(path: Path, data) -> None:
 def write_tiny_dataset(root: Path, split: str, n_tasks: int, n_actions: int = 2) -> Path:
     """A dataset of ``n_tasks`` 640x480 tasks whose pages (``reference_pages``) pass every action."""
     import shutil
-    import subprocess
 
     from PIL import Image
 
@@ -143,10 +152,69 @@ def write_bundle(path: Path, keys: list[str], n_actions: int = 2) -> Path:
     return make_bundle_zip({key: reference_page(key, n_actions) for key in keys}, path)
 
 
+# --------------------------------------------------------------------------- worker nodes and the harness (test side)
+
+
+def worker_environ(data_dir: Path, jobs_root: Path, settings: dict) -> dict:
+    """The environment shared by the harness and the worker nodes: fresh data and jobs folders, plus ``settings``."""
+    inherited = {key: value for key, value in os.environ.items() if key not in DEPLOYMENT_VARIABLES}
+    return {**inherited, "DJANGO_SETTINGS_MODULE": "tests.settings", "IWR_ENV": "test",
+            "IWR_DATA_DIR": str(data_dir), "IWR_JOBS_ROOT": str(jobs_root), "IWR_HEARTBEAT_SECONDS": "1",
+            **settings}
+
+
+def harness(environ: dict, *args) -> dict:
+    """Run one harness command (below) in its own process; returns the JSON it printed last."""
+    done = subprocess.run([sys.executable, "-m", "tests.leaderboard.pipeline_support", "harness", *map(str, args)],
+                          cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class Worker:
+    """A real Celery worker node (prefork pool, embedded beat) in its own process group."""
+
+    def __init__(self, environ: dict, node: str, log_path: Path, queues: str = "evaluate,default",
+                 concurrency: int = 1):
+        self.log_path = log_path
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "leaderboard", "worker", "-Q", queues, "-c", str(concurrency),
+             "-B", "-s", str(log_path.with_suffix(".beat")), "-n", f"{node}@%h", "--without-mingle",
+             "--without-gossip", "--loglevel=INFO"],
+            cwd=ROOT, env=environ, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+def wait_for(check, timeout: float, what: str, worker: Worker, interval: float = 0.5):
+    """The first true value of ``check()``, polled every ``interval`` s; past ``timeout``, fails showing the log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{worker.log()}")
+
+
 # --------------------------------------------------------------------------- harness (separate process)
 
 
-def harness(argv: list[str]) -> int:
+def _harness_main(argv: list[str]) -> int:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
@@ -156,6 +224,10 @@ def harness(argv: list[str]) -> int:
         print(json.dumps(_setup(int(rest[0]), int(rest[1]))))
     elif command == "state":
         print(json.dumps(_state(int(rest[0]))))
+    elif command == "generation-setup":
+        print(json.dumps(_generation_setup(rest[0], int(rest[1]), rest[2])))
+    elif command == "generation-state":
+        print(json.dumps(_generation_state(int(rest[0]))))
     return 0
 
 
@@ -204,7 +276,46 @@ def _state(evaluation_id: int) -> dict:
     return state
 
 
+def _generation_setup(base_url: str, n_tasks: int, api_key: str) -> dict:
+    import tempfile
+
+    from django.core.management import call_command
+
+    from leaderboard import generation, tasksets
+    from tests.leaderboard.base import make_user
+
+    call_command("migrate", verbosity=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        tasksets.import_dataset(write_tiny_dataset(Path(tmp) / "tiny", "dev", n_tasks), "dev", "tiny")
+    user = make_user("endpoint-owner")
+    form = generation.EndpointForm({
+        "split": "dev", "protocol": "iwr-det", "model_name": "Worker-VL", "public": "on", "base_url": base_url,
+        "model_id": "worker-vl", "api_key": api_key, "max_tokens": "1000", "max_images": "70", "max_frames": "64",
+    }, user=user)
+    if not form.is_valid():
+        raise SystemExit(f"setup form refused: {form.errors.as_json()}")
+    return {"job": generation.accept(form, user).pk}  # its wake-up is sent once the rows are committed
+
+
+def _generation_state(job_id: int) -> dict:
+    import io
+    import zipfile
+
+    from leaderboard.models import GenerationJob
+
+    job = GenerationJob.objects.select_related("submission").get(pk=job_id)
+    submission = job.submission
+    pages = []
+    if submission.bundle:
+        with submission.bundle.open("rb") as handle, zipfile.ZipFile(io.BytesIO(handle.read())) as archive:
+            pages = sorted(archive.namelist())
+    return {"status": job.status, "attempts": job.attempts, "worker": job.worker, "tasks_done": job.tasks_done,
+            "task_errors": job.task_errors, "failure_reason": job.failure_reason,
+            "key_stored": bool(bytes(job.api_key_encrypted)), "charged": submission.charged, "pages": pages,
+            "evaluations": [e.status for e in submission.evaluations.order_by("pk")]}
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "fake-evaluator":
         sys.exit(fake_evaluator(sys.argv[2:]))
-    sys.exit(harness(sys.argv[2:]))
+    sys.exit(_harness_main(sys.argv[2:]))

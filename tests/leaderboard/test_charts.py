@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.staticfiles import finders
-from django.core.cache import cache
 
 from leaderboard import charts, ranking
 from leaderboard.cache import bump_generation
 from leaderboard.models import Submission
 from tests.leaderboard.base import make_user
-from tests.leaderboard.factories import make_entry, make_task, make_task_set
+from tests.leaderboard.factories import make_entry, make_tasks
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 SUMMARY_A = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2},
                                                         "L3": {"ifs": 0.1, "vfs": 0.4, "final": 0.19, "n": 1}},
@@ -20,16 +19,9 @@ SUMMARY_A = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs"
 SUMMARY_B = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.3, "vfs": 0.5, "final": 0.36, "n": 2}}}}
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    """Each test starts with an empty cache (ids are reused between tests)."""
-    cache.clear()
-
-
 @pytest.fixture
 def board():
-    task_set = make_task_set()
-    tasks = [make_task(task_set, split="test") for _ in range(4)]
+    tasks = make_tasks(4)
     make_entry(make_user(), model_name="A", tasks=tasks, finals=[0.9, 0.7, 0.8, 0.6],
                evaluation_fields={"summary": SUMMARY_A})
     make_entry(make_user(), model_name="B", tasks=tasks, finals=[0.3, 0.5, 0.2, 0.4],

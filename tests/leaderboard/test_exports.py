@@ -8,28 +8,20 @@ import json
 import re
 
 import pytest
-from django.core.cache import cache
 
 from leaderboard import exports, ranking
 from leaderboard.cache import bump_generation
 from leaderboard.models import Submission
 from tests.leaderboard.base import make_user
-from tests.leaderboard.factories import make_entry, make_task, make_task_set
+from tests.leaderboard.factories import make_entry, make_tasks
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    """Each test starts with an empty cache (ids are reused between tests)."""
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 
 @pytest.fixture
 def board():
     """Three ranked entries with intervals (two tied), a baseline, and awkward names."""
-    task_set = make_task_set()
-    tasks = [make_task(task_set, split="test") for _ in range(5)]
+    tasks = make_tasks(5)
     make_entry(make_user(), model_name="Alpha_7B & co", organisation="Lab #1 {x}", tasks=tasks,
                finals=[0.9, 0.8, 0.95, 0.85, 0.9], open_weights=True, verified=True)
     make_entry(make_user(), model_name="=HYPERLINK(\"x\")", organisation="+evil", tasks=tasks,

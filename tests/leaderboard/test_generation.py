@@ -12,34 +12,14 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from leaderboard import crypto, generation, generation_tasks, pipeline
+from leaderboard import crypto, generation, generation_tasks
 from leaderboard.models import Evaluation, GenerationJob, Submission
 from tests.evaluator.fake_endpoint import FakeEndpoint, Reply, completion
 from tests.leaderboard.base import logged_in
 
-pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
+pytest_plugins = ["tests.leaderboard.datasets", "tests.leaderboard.generation_support"]  # fixtures
 
 API_KEY = "sk-live-9f8e7d6c5b4a-endpoint-secret-KEY"
-
-
-@pytest.fixture
-def endpoint_settings(settings, tmp_path):
-    """A local fake endpoint must be reachable; throw-away job and media folders; one request at a time."""
-    settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS = True
-    settings.GENERATION_CONCURRENCY = 1
-    settings.GENERATION_REQUEST_TIMEOUT_SECONDS = 5
-    settings.JOBS_ROOT = tmp_path / "jobs"
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Wake-ups sent to the generate and evaluate queues (instead of a broker)."""
-    calls = {"generate": [], "evaluate": []}
-    monkeypatch.setattr(generation, "dispatch", lambda job_id: calls["generate"].append(job_id) or True)
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls["evaluate"].append(evaluation_id) or True)
-    return calls
 
 
 @pytest.fixture

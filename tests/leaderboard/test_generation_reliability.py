@@ -15,33 +15,13 @@ from tests.evaluator.fake_endpoint import FakeEndpoint
 from tests.leaderboard.base import logged_in
 from tests.leaderboard.factories import make_submission
 
-pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
+pytest_plugins = ["tests.leaderboard.datasets", "tests.leaderboard.generation_support"]  # fixtures
 
 API_KEY = "sk-reliability-0a1b2c3d4e5f-KEY"
 
 
 class Killed(BaseException):
     """Stands for SIGKILL: nothing of the worker's own clean-up below the raise runs."""
-
-
-@pytest.fixture
-def endpoint_settings(settings, tmp_path):
-    """A local fake endpoint is allowed; throw-away job and media folders; one request at a time."""
-    settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS = True
-    settings.GENERATION_CONCURRENCY = 1
-    settings.GENERATION_REQUEST_TIMEOUT_SECONDS = 5
-    settings.JOBS_ROOT = tmp_path / "jobs"
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Wake-ups sent to the generate and evaluate queues (instead of a broker)."""
-    calls = {"generate": [], "evaluate": []}
-    monkeypatch.setattr(generation, "dispatch", lambda job_id: calls["generate"].append(job_id) or True)
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls["evaluate"].append(evaluation_id) or True)
-    return calls
 
 
 @pytest.fixture

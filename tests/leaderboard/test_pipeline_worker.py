@@ -11,23 +11,20 @@ in-process test database.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.leaderboard.pipeline_support import Worker, harness, wait_for, worker_environ
+
 N_TASKS = 3  # killed after the first result, two tasks are left: the kill lands mid-run
 PG_URL = "postgres://postgres@127.0.0.1:5432/{name}"
 REDIS_URL = "redis://127.0.0.1:6379/13"
-DEPLOYMENT_VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "IWR_DATA_DIR")
 
 
 def reachable(port: int) -> bool:
@@ -71,61 +68,12 @@ def deployment(request, tmp_path):
     extra = request.getfixturevalue(request.param)
     # Jobs live outside /tmp: the evaluator's bubblewrap sandbox mounts a fresh /tmp.
     jobs = Path(tempfile.mkdtemp(prefix="iwr-test-jobs-", dir="/var/tmp"))
-    inherited = {key: value for key, value in os.environ.items() if key not in DEPLOYMENT_VARIABLES}
-    environ = {
-        **inherited, "DJANGO_SETTINGS_MODULE": "tests.settings", "IWR_ENV": "test",
-        "IWR_DATA_DIR": str(tmp_path / "data"), "IWR_JOBS_ROOT": str(jobs),
-        "IWR_HEARTBEAT_SECONDS": "1", "IWR_REAPER_STALE_SECONDS": "5", "IWR_REAPER_INTERVAL_SECONDS": "2",
+    yield worker_environ(tmp_path / "data", jobs, {
+        "IWR_REAPER_STALE_SECONDS": "5", "IWR_REAPER_INTERVAL_SECONDS": "2",
         "IWR_EVALUATOR_WORKERS": "1", "IWR_EVALUATOR_EXTRA_ARGS": "--no-video", **extra,
-    }
-    yield environ
+    })
     subprocess.run(["chmod", "-R", "u+w", str(jobs)], check=False)
     subprocess.run(["rm", "-rf", str(jobs)], check=False)
-
-
-def harness(environ: dict, *args) -> dict:
-    done = subprocess.run([sys.executable, "-m", "tests.leaderboard.pipeline_support", "harness", *map(str, args)],
-                          cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-class Worker:
-    """A real Celery worker node (prefork pool, embedded beat) in its own process group."""
-
-    def __init__(self, environ: dict, node: str, log_path: Path):
-        self.log_path = log_path
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "leaderboard", "worker", "-Q", "evaluate,default", "-c", "1",
-             "-B", "-s", str(log_path.with_suffix(".beat")), "-n", f"{node}@%h", "--without-mingle",
-             "--without-gossip", "--loglevel=INFO"],
-            cwd=ROOT, env=environ, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-        )
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-6000:]
-
-
-def wait_for(check, timeout: float, what: str, worker: Worker):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{worker.log()}")
 
 
 def job_processes(jobs_root: str) -> list[str]:
