@@ -52,6 +52,7 @@ from django.utils import timezone
 
 from leaderboard import quotas
 from leaderboard.models import Evaluation, Task, TaskResult
+from leaderboard.models.submissions import stored_task_finals
 from leaderboard.models.tasks import Split
 
 log = logging.getLogger(__name__)
@@ -230,11 +231,25 @@ def requeue_or_fail(evaluation: Evaluation, rows, reason: str, log_text: str = "
 
 
 def _finished(evaluation_id: int) -> None:
+    """After a scoring (or a failure) is committed: invalidate every cached leaderboard page, build
+    the most read ones again right away so the next reader does not pay for it, and tell the
+    submitter. The scoring is already stored: none of this may undo or fail it."""
     from leaderboard import notifications
     from leaderboard.cache import bump_generation
 
-    bump_generation()
-    notifications.evaluation_finished(evaluation_id)
+    steps = (("cache invalidation", bump_generation), ("leaderboard warm-up", warm_leaderboard),
+             ("notification", partial(notifications.evaluation_finished, evaluation_id)))
+    for name, step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - a cache outage or a mail server error must not fail the job
+            log.exception("evaluation %s: %s failed (the results are stored)", evaluation_id, name)
+
+
+def warm_leaderboard() -> None:
+    from leaderboard.views.rankings import warm_default_views
+
+    warm_default_views()
 
 
 # --------------------------------------------------------------------------- storing results
@@ -278,6 +293,7 @@ def store_scores(evaluation: Evaluation, token: str, document: dict, log_text: s
     with transaction.atomic():
         for key, result in task_results.items():
             save_task_result(evaluation, tasks[key], result)
+        fields["task_finals"] = stored_task_finals(evaluation.pk)  # read back: exactly what was stored
         won = _holding(evaluation, token).update(
             status=Status.SCORED, finished_at=timezone.now(), claim_token="", log=log_text,
             evaluator_version=str(document.get("evaluator_version") or "")[:40],
@@ -401,7 +417,9 @@ class Job:
             command += ["--workers", str(settings.EVALUATOR_WORKERS)]
         if settings.EVALUATOR_SANDBOX:
             command += ["--sandbox", settings.EVALUATOR_SANDBOX]
-        return command + shlex.split(settings.EVALUATOR_EXTRA_ARGS)
+        # Reference screenshots are the same for every submission: their OCR is kept between jobs.
+        command += ["--ocr-cache", str(ocr_cache_dir())]
+        return command + shlex.split(settings.EVALUATOR_EXTRA_ARGS)  # last: an operator's options win
 
     def container_command(self) -> list[str]:
         """``docker run`` of a fresh evaluator container fed this job directory (evaluator/container.py)."""
@@ -543,6 +561,11 @@ class Job:
 
     def scrubbed_log(self) -> str:
         return scrub(self.log_text(), split_secrets(self.tasks.values()))
+
+
+def ocr_cache_dir() -> Path:
+    """Where the evaluator keeps reference-side OCR results between jobs (on this machine)."""
+    return Path(settings.DATA_DIR) / "ocr-cache"
 
 
 def container_limits():

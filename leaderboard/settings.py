@@ -280,6 +280,17 @@ STATICFILES_DIRS = [
     *STATICFILES_DIRS,
     ("vendor/plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
 ]
+# Live previews of submitted pages (leaderboard/previews.py). Wherever they are served they run
+# sandboxed in an opaque origin under a CSP without network; a deployer with a second host name
+# for this site (e.g. https://preview.example.org, also in DJANGO_ALLOWED_HOSTS) names it here so
+# previews come from an origin that never holds the site's cookies. Empty: this site's origin.
+# Preview links are signed and expire after PREVIEW_LINK_SECONDS; bundles are unpacked once into
+# PREVIEW_ROOT (safe to delete: it is rebuilt on demand).
+PREVIEW_ORIGIN = env.get_pattern(
+    "IWR_PREVIEW_ORIGIN", "", r"https?://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?",
+    "an origin such as https://preview.example.org").rstrip("/")
+PREVIEW_LINK_SECONDS = env.get_int("IWR_PREVIEW_LINK_SECONDS", 6 * 3600, minimum=60)
+PREVIEW_ROOT = Path(env.get_str("IWR_PREVIEW_ROOT", str(DATA_DIR / "previews")))
 
 # ---------------------------------------------------------------------------------------
 # Model-endpoint submissions (owner: generation; leaderboard/generation.py, crypto.py,

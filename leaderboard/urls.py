@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from leaderboard.views import accounts, api_docs, rankings, replays, site
+from leaderboard.views import accounts, api_docs, previews, rankings, replays, site
 from leaderboard.views import generation as generation_views
 from leaderboard.views import submissions as submission_views
 from leaderboard.views import tasks as task_views
@@ -21,6 +21,9 @@ urlpatterns = [
     path("results/<int:evaluation_id>/categories.json", replays.evaluation_categories, name="evaluation-categories"),
     path("results/<int:evaluation_id>/tasks/<str:key>/", replays.replay, name="replay"),
     path("results/<int:evaluation_id>/tasks/<str:key>/files/<str:name>", replays.replay_file, name="replay-file"),
+    # Live preview of a submitted page: signed links, sandboxed by CSP wherever they are opened.
+    path("preview/<str:token>/", previews.preview, name="preview"),
+    path("preview/<str:token>/<path:path>", previews.preview, name="preview-file"),
     path("compare/", replays.compare_form, name="compare-form"),
     path("compare/<int:a>/<int:b>/", replays.compare, name="compare"),
     path("compare/<int:a>/<int:b>/tasks/<str:key>/", replays.compare_replay, name="compare-replay"),

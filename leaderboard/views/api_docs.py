@@ -105,22 +105,23 @@ def schema() -> dict:
 def operations(document: dict) -> list[dict]:
     """Every operation of the schema as display rows, grouped by path in URL order."""
     rows = []
+    schemas = (document.get("components") or {}).get("schemas") or {}
     for path, item in sorted((document.get("paths") or {}).items()):
         for method in METHOD_ORDER:
             operation = item.get(method)
             if operation:
-                rows.append(_operation(path, method, operation))
+                rows.append(_operation(path, method, operation, schemas))
     return rows
 
 
-def _operation(path: str, method: str, operation: dict) -> dict:
+def _operation(path: str, method: str, operation: dict, schemas: dict) -> dict:
     return {
         "path": path, "method": method.upper(), "id": operation.get("operationId", f"{method}{path}"),
         "description": describe(operation.get("description") or ""),
         "parameters": [{"name": p.get("name"), "in": p.get("in"), "required": p.get("required", False),
                         "description": p.get("description", ""), "type": _type(p.get("schema") or {})}
                        for p in operation.get("parameters") or []],
-        "body": _body_fields(operation.get("requestBody") or {}),
+        "body": _body_fields(operation.get("requestBody") or {}, schemas),
         "responses": sorted((operation.get("responses") or {}).items()),
         "anonymous": bool(operation.get("x-anonymous")),
     }
@@ -138,15 +139,21 @@ def _type(schema: dict) -> str:
     return str(schema.get("type") or schema.get("format") or "")
 
 
-def _body_fields(body: dict) -> list[dict]:
+def _body_fields(body: dict, schemas: dict) -> list[dict]:
     for media in ("multipart/form-data", "application/json"):
-        schema = ((body.get("content") or {}).get(media) or {}).get("schema") or {}
+        schema = _resolve(((body.get("content") or {}).get(media) or {}).get("schema") or {}, schemas)
         if schema.get("properties"):
             required = set(schema.get("required") or [])
             return [{"name": name, "type": _type(spec), "required": name in required,
                      "description": spec.get("description", "") or spec.get("title", "")}
                     for name, spec in schema["properties"].items() if not spec.get("readOnly")]
     return []
+
+
+def _resolve(schema: dict, schemas: dict) -> dict:
+    """A ``{"$ref": "#/components/schemas/Name"}`` replaced by the schema it names."""
+    ref = schema.get("$ref", "")
+    return schemas.get(ref.rsplit("/", 1)[-1], {}) if ref.startswith("#/components/schemas/") else schema
 
 
 @require_GET

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET
 from leaderboard import charts, ranking, submissions
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.tasks import Split, Task
+from leaderboard.views import previews
 
 # Replay files are the evaluator's output and task inputs: never let one run on this origin.
 FILE_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox"
@@ -319,6 +320,7 @@ def evaluation_context(request, evaluation: Evaluation) -> dict:
         ],
         "lb_categories_url": reverse("evaluation-categories", args=[evaluation.pk]),
         "lb_task_rows": task_rows(evaluation, request.user),
+        "lb_preview_page": previews.preview_page(request, evaluation.submission),
     }
 
 

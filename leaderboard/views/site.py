@@ -1,11 +1,13 @@
 """Site-wide pages: health check and the About page."""
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from leaderboard.health import run_checks
+from leaderboard.models.tasks import Split
 
 
 @require_GET
@@ -18,4 +20,8 @@ def healthz(request):
 
 @require_GET
 def about(request):
-    return render(request, "leaderboard/about.html")
+    """What IWR-Bench is, how it is scored and how to submit, with this site's own quotas."""
+    quotas = [{"split": split, "limit": int(settings.SUBMISSION_QUOTAS.get(split, 0))}
+              for split in (Split.TEST, Split.DEV)]
+    return render(request, "leaderboard/about.html",
+                  {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB})

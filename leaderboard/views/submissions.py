@@ -18,8 +18,9 @@ from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from leaderboard import quotas, submissions
-from leaderboard.models import Submission
+from leaderboard import quotas, ranking, submissions
+from leaderboard.models import Evaluation, GenerationJob, Submission
+from leaderboard.views import previews, replays
 
 
 def _viewable(request, pk: int) -> Submission:
@@ -88,36 +89,60 @@ def _with_percents(row: dict) -> dict:
 
 def _score_display(state: dict) -> dict:
     scores = state.get("scores") or {}
-    shown = {name: percent(scores.get(name)) for name in ("final", "ifs", "vfs")}
+    shown = {name: percent(scores.get(name)) for name in ("final", "ifs", "vfs", "low_level", "high_level")}
     for name in ("final", "ifs", "vfs"):
         low, high = scores.get(f"{name}_ci_low"), scores.get(f"{name}_ci_high")
-        shown[f"{name}_ci"] = f"95% CI {percent(low)}-{percent(high)}" if low is not None else ""
+        shown[f"{name}_ci"] = f"95% CI {percent(low)}\u2013{percent(high)}" if low is not None else ""
     return shown
+
+
+def is_live(submission: Submission, status: str) -> bool:
+    """Whether the page should keep polling: scoring not finished, or pages still being generated
+    (an endpoint submission whose generation failed or was cancelled never gets an evaluation)."""
+    if status in (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING):
+        return True
+    if status != "generating":
+        return False
+    job = GenerationJob.objects.filter(submission=submission).first()
+    return job is not None and not job.is_finished
 
 
 @require_GET
 def submission_detail(request, pk: int):
+    """Summary, scores with intervals and rank, category charts, per-task table, live preview."""
     submission = _viewable(request, pk)
     evaluation = submission.primary_evaluation
     state = submissions.status_payload(submission, request.user)
     others = submission.evaluations.exclude(pk=getattr(evaluation, "pk", None)).order_by("created_at")
+    live = is_live(submission, state["status"])
     context = {
         "submission": submission, "evaluation": evaluation, "state": state, "scores": _score_display(state),
-        "can_manage": submissions.can_manage(request.user, submission),
-        "rows": [_with_percents(row) for row in submissions.task_rows(evaluation, request.user)],
+        "live": live, "can_manage": submissions.can_manage(request.user, submission),
+        "entry": replays.standing(evaluation) if evaluation is not None else None,
+        "protocol_label": ranking.protocol_label(evaluation.protocol if evaluation else submission.protocol),
         "other_evaluations": [_with_percents({**vars(other)}) for other in others],
+        "lb_task_table_live": live,
     }
+    if evaluation is not None:
+        context.update(replays.evaluation_context(request, evaluation))
+    context.update(previews.preview_context(request, submission))
     return render(request, "leaderboard/submissions/detail.html", context)
 
 
 @require_GET
 @never_cache
 def submission_progress(request, pk: int):
-    """Small JSON the submission page polls: status, counts, scores, failure, per-task rows."""
+    """Small JSON the submission page polls: status, counts, scores, failure, per-task rows.
+
+    ``tasks`` are the raw per-task scores (fractions); ``rows`` the same tasks as the page's
+    table shows them (percent, failure reason, replay link); ``live`` says whether to poll on.
+    """
     submission = _viewable(request, pk)
     evaluation = submission.primary_evaluation
     state = submissions.status_payload(submission, request.user)
+    state["live"] = is_live(submission, state["status"])
     state["tasks"] = submissions.task_rows(evaluation, request.user)
+    state["rows"] = replays.task_rows(evaluation, request.user) if evaluation is not None else []
     if evaluation is not None and evaluation.is_finished and submissions.can_manage(request.user, submission):
         state["log"] = evaluation.log
     return JsonResponse(state, encoder=DjangoJSONEncoder)

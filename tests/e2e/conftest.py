@@ -58,6 +58,12 @@ def snap(page, name: str) -> Path:
     return path
 
 
+def snap_path(name: str) -> Path:
+    """Where a screenshot named ``name`` goes (test-artifacts/e2e/<name>.png), for element screenshots."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / (re.sub(r"[^a-z0-9-]+", "-", name.lower()) + ".png")
+
+
 def no_horizontal_overflow(page) -> bool:
     """The page is no wider than the device (wide tables scroll inside their own box). Measured
     against the configured viewport: a mobile browser widens its layout to fit overflowing content."""

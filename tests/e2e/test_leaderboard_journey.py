@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from leaderboard import tasksets
 from leaderboard.celery import app as celery_app
 from leaderboard.models import Evaluation, Submission, Task
-from tests.e2e.conftest import no_horizontal_overflow, snap
+from tests.e2e.conftest import no_horizontal_overflow, snap, snap_path
 from tests.leaderboard.base import PASSWORD, make_user
 from tests.leaderboard.factories import make_entry
 from tests.leaderboard.pipeline_support import write_bundle, write_tiny_dataset
@@ -69,6 +69,13 @@ def submit_bundle(page, url: str, bundle) -> None:
     page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=SCORING_TIMEOUT_MS)
     expect(page.locator("#status-badge")).to_have_text("scored", timeout=60_000)
     snap(page, "02-submission-scored-desktop")
+    # The live preview runs the submitted page itself, inline handlers included, in its sandbox.
+    page.locator("#preview").scroll_into_view_if_needed()
+    frame = page.frame_locator("#preview-frame")
+    expect(frame.locator("h1")).to_have_text("Task dev1")
+    frame.locator("button", has_text="Step 1").click()
+    expect(frame.locator("button").first).to_have_text("Done 1")
+    page.locator("#preview").screenshot(path=str(snap_path("02b-submission-preview-desktop")))
 
 
 def test_a_researcher_submits_finds_the_entry_ranked_and_steps_through_its_replay(site, desktop):

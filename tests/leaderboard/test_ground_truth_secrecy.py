@@ -86,3 +86,42 @@ def test_start_urls_cover_parameter_free_routes_but_not_admin():
     urls = secrecy.start_urls()
     assert {"/", "/tasks/", "/api/v1/", "/api/v1/tasks/", "/about/"} <= set(urls)
     assert not [url for url in urls if url.startswith("/admin/")]
+
+
+@pytest.mark.parametrize("reader", ["anonymous", "outsider"], indirect=True)
+def test_submission_pages_progress_and_previews_keep_ground_truth_secret(reader, imported_sample, owner, staff,
+                                                                        settings, tmp_path):
+    """A test-split submission's page, progress JSON and live previews leak nothing, even with judge notes that
+    quote secrets; a reference baseline (its bundle is ground truth) offers no preview to non-staff readers."""
+    from django.test import Client
+
+    from leaderboard.models import Submission
+    from tests.leaderboard.base import logged_in
+    from tests.leaderboard.factories import make_bundle_submission, make_scored_evaluation, make_task_result
+
+    settings.MEDIA_ROOT, settings.PREVIEW_ROOT = tmp_path / "media", tmp_path / "previews"
+    held_out = [task for task in imported_sample if task.split == "test"]
+    reference = (held_out[0].files_path / "reference" / "step_0.json").read_text()
+    entries = {}
+    for name, kind, page in (("mine", Submission.Kind.BUNDLE, "<p>MY-PAGE</p>"),
+                             ("baseline", Submission.Kind.BASELINE, f"<pre>{reference}</pre>")):
+        submission = make_bundle_submission(owner if name == "mine" else None, split="test", kind=kind,
+                                            pages={task.key: page for task in held_out})
+        evaluation = make_scored_evaluation(submission, n_tasks=len(held_out))
+        for task in held_out:
+            secret = task.record["action_sequence"][0]["parameters"]["description"]
+            make_task_result(evaluation, task, error=f"could not find {secret}", steps=[
+                {"index": 1, "type": "Click", "passed": False, "reason": f"no element like {secret}"}])
+        entries[name] = submission
+    secrets = secrecy.held_out_secrets()
+    start = [*secrecy.start_urls(), *(f"/submissions/{s.pk}/" for s in entries.values()),
+             *(f"/submissions/{s.pk}/progress.json" for s in entries.values())]
+    visited = secrecy.crawl(reader, start, secrets)
+    mine, baseline = entries["mine"], entries["baseline"].pk
+    assert f"/submissions/{mine.pk}/?preview=202" in visited and f"/results/{mine.primary_evaluation.pk}/" in visited
+    assert any(url.startswith("/preview/") for url in visited)  # the crawl did open previews
+    assert not [url for url in visited if url.startswith(f"/submissions/{baseline}/?preview=")]
+    # Shown to staff, the baseline's preview would be caught as a leak: the crawl above would have noticed.
+    staff_page = logged_in(Client(), staff).get(f"/submissions/{baseline}/").content.decode()
+    link = staff_page.split('id="preview-open" href="', 1)[1].split('"', 1)[0]
+    assert secrecy.find_leaks(Client().get(link).content, secrets)

@@ -212,6 +212,37 @@ def test_the_about_page_states_the_method_and_resample_counts(client):
         assert phrase in body, phrase
 
 
+def test_the_about_page_states_this_sites_own_quotas(client, settings):
+    """The quotas and the bundle size limit on About are the configured ones, not fixed numbers."""
+    settings.SUBMISSION_QUOTAS = {"dev": 7, "test": 0}
+    settings.SUBMISSION_MAX_BUNDLE_MB = 55
+    body = text(client.get("/about/"))
+    assert "7 a day on the dev split" in body and "the test split is closed to submissions" in body
+    assert "55 MB" in body and "3 a day" not in body
+
+
+def test_the_api_schema_documents_the_submissions_endpoints(client):
+    """Submitting documents its multipart fields, answers document the state; cancel takes no body."""
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    components = schema["components"]["schemas"]
+
+    def component(operation, where):
+        ref = where(operation)["schema"]["$ref"]
+        return components[ref.rsplit("/", 1)[1]]["properties"]
+
+    paths = schema["paths"]
+    create = paths["/api/v1/submissions/"]["post"]
+    fields = component(create, lambda op: op["requestBody"]["content"]["multipart/form-data"])
+    writable = {name for name, spec in fields.items() if not spec.get("readOnly")}
+    assert {"bundle", "split", "model_name", "protocol", "public", "open_weights"} <= writable
+    assert {"id", "status", "progress", "scores", "failure"} <= set(fields) - writable
+    assert "requestBody" not in paths["/api/v1/submissions/{id}/cancel/"]["post"]
+    results = paths["/api/v1/submissions/{id}/results/"]["get"]
+    assert "tasks" in component(results, lambda op: op["responses"]["200"]["content"]["application/json"])
+    docs = text(client.get("/api/docs/"))
+    assert "Submit a bundle (multipart)" in docs and '<td class="mono">bundle *</td>' in docs
+
+
 def test_the_api_docs_page_and_schema_need_no_cdn(client):
     """/api/schema/ is an OpenAPI document listing the leaderboard endpoint; /api/docs/ renders it as HTML."""
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()

@@ -1,0 +1,69 @@
+"""What the pipeline does around a scoring: warm the leaderboard after it, never fail because of
+that, and hand the evaluator a persistent OCR cache for the reference side."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.core import mail
+from django.core.cache import cache
+
+from evaluator.cli import build_parser
+from leaderboard import cache as generation_cache
+from leaderboard import notifications, pipeline
+from tests.leaderboard.factories import make_entry, make_queued_evaluation, make_submission
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    cache.clear()
+
+
+def test_a_finished_scoring_leaves_the_default_views_cached_for_the_first_reader(
+        client, owner, django_assert_max_num_queries):
+    """After _finished the leaderboard of each split and its API page are built for the new generation."""
+    make_entry(owner, model_name="Warm-VL", final=0.61, split="test")
+    evaluation = make_entry(owner, model_name="Just-Scored", final=0.7, split="test")
+    before = generation_cache.get_generation()
+    pipeline._finished(evaluation.pk)
+    assert generation_cache.get_generation() == before + 1
+    assert mail.outbox and "Just-Scored" in mail.outbox[0].subject + mail.outbox[0].body
+    with django_assert_max_num_queries(0):
+        page = client.get("/")
+        assert client.get("/?split=dev").status_code == 200
+        assert client.get("/api/v1/leaderboard/").status_code == 200
+    assert "Just-Scored" in page.content.decode()  # the new entry is on the warmed board
+
+
+def test_a_cache_outage_after_a_scoring_never_fails_it(owner, monkeypatch, caplog):
+    """If invalidating or warming fails, the scoring stands, the error is logged and the submitter still hears."""
+    evaluation = make_entry(owner, final=0.5)
+
+    def broken():
+        raise ConnectionError("cache unreachable")
+
+    told = []
+    monkeypatch.setattr(generation_cache, "bump_generation", broken)
+    monkeypatch.setattr(pipeline, "warm_leaderboard", broken)
+    monkeypatch.setattr(notifications, "evaluation_finished", told.append)
+    with caplog.at_level(logging.ERROR, logger="leaderboard.pipeline"):
+        pipeline._finished(evaluation.pk)
+    assert told == [evaluation.pk]
+    assert "cache invalidation failed" in caplog.text and "leaderboard warm-up failed" in caplog.text
+
+
+def test_the_evaluator_gets_a_persistent_reference_ocr_cache(owner, settings):
+    """The score command carries --ocr-cache under the data folder, which the evaluator's CLI accepts; an
+    operator's own options come last and win."""
+    job = pipeline.Job(make_queued_evaluation(make_submission(owner)), "token")
+    job.data_path = job.dir / "data.jsonl"
+    command = job.command()
+    assert command[command.index("--ocr-cache") + 1] == str(settings.DATA_DIR / "ocr-cache")
+    arguments = command[command.index("score"):]
+    parsed = build_parser().parse_args(arguments)
+    assert str(parsed.ocr_cache) == str(settings.DATA_DIR / "ocr-cache")
+    settings.EVALUATOR_EXTRA_ARGS = "--ocr-cache /srv/ocr"
+    assert str(build_parser().parse_args(job.command()[command.index("score"):]).ocr_cache) == "/srv/ocr"
