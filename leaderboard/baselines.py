@@ -34,7 +34,8 @@ def needs_scoring(split: str, kind: str, protocol) -> bool:
 
 
 def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det") -> list[Evaluation]:
-    """Build and queue the baselines of ``split`` that are not scored under the protocol yet."""
+    """Build and queue the baselines of ``split`` that are not scored under the protocol yet (a kind
+    with no page at all, such as reference pages of tasks without reference data, is left out)."""
     from leaderboard import pipeline
     from leaderboard.submissions import queue_evaluation
 
@@ -44,8 +45,10 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
         return []
     queued = []
     with tempfile.TemporaryDirectory(prefix="iwr-baselines-") as tmp:
-        build_baselines(data_path, Path(tmp), kinds)
+        written = build_baselines(data_path, Path(tmp), kinds)
         for kind in kinds:
+            if not written[kind]["written"]:
+                continue  # no task has a reference page: an empty bundle could only fail, again on every run
             pages = {p.name: p for p in sorted((Path(tmp) / kind).iterdir()) if p.is_dir()}
             zipped = make_bundle_zip(pages, Path(tmp) / f"{kind}.zip")
             with transaction.atomic():
