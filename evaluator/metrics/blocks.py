@@ -10,6 +10,11 @@ Sub-scores (all in [0, 1]) and their rubric points:
 - overall 20: structural similarity (SSIM) of the grey pictures at a small fixed size, windows
   weighted by how much they hold.
 
+Colours and structure say how the shared content looks, so the sub-scores named by the protocol
+setting ``content_gated`` (style and overall) are multiplied by the share of the reference's
+content the page reproduces (:func:`shared_content`): without it a blank page kept the palette of
+a white page and the SSIM of white background, though it matched no block at all.
+
 Blocks are OCR lines of each picture with colours sampled from the pixels (protocol setting
 ``block_source`` "ocr"): the score then depends on the two screenshots only, and the same
 screenshot always yields the same blocks. With ``block_source`` "dom", blocks given by the caller
@@ -223,6 +228,13 @@ def layout_score(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[Bloc
 
     ``small`` is the canvas resized to ``_FINE`` pixels per layout cell.
     """
+    text, components = layout_overlaps(canvas, small, ref, gen, settings)
+    return 0.5 * text + 0.5 * components
+
+
+def layout_overlaps(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[Block],
+                    settings: dict) -> tuple[float, float]:
+    """(text-block overlap, component overlap) of :func:`layout_score`."""
     grid_w, grid_h = layout_grid(canvas, settings)
     cell = (canvas.width / grid_w, canvas.height / grid_h)
     reach = float(settings["layout_reach"]) * max(grid_w, grid_h)
@@ -231,7 +243,7 @@ def layout_score(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[Bloc
     delta = int(settings["component_delta"])
     comp = near_overlap(_component_coverage(small.a, grid_w, grid_h, delta),
                         _component_coverage(small.b, grid_w, grid_h, delta), reach)
-    return 0.5 * text + 0.5 * comp
+    return text, comp
 
 
 def near_overlap(a: np.ndarray, b: np.ndarray, reach: float) -> float:
@@ -288,6 +300,22 @@ def _component_coverage(pixels: np.ndarray, grid_w: int, grid_h: int, delta: int
     background = np.array(_code_rgb(_mode_code(_quantize(pixels)[1])), dtype=np.int16)
     differs = np.abs(fine - background).max(axis=2) > delta
     return differs.reshape(grid_h, _FINE, grid_w, _FINE).mean(axis=(1, 3))
+
+
+def shared_content(ref: list[Block], matches: list[tuple[int, int, float]], components: float) -> float:
+    """Share of the reference's content the generated page reproduces, in [0, 1].
+
+    The share of the reference's text-block area whose block found a partner (exactly 1 when all
+    did); a reference without text is judged by ``components``, the overlap of where the two
+    pictures draw anything (:func:`layout_overlaps`).
+    """
+    area = np.array([b.area for b in ref], dtype=float)
+    total = float(area.sum())
+    if total <= 0:
+        return components
+    unmatched = np.ones(len(ref), dtype=bool)
+    unmatched[[r for r, _, _ in matches]] = False
+    return float(1.0 - area[unmatched].sum() / total)
 
 
 def style_score(small: Canvas, ref: list[Block], gen: list[Block], matches: list[tuple[int, int, float]],
@@ -368,6 +396,14 @@ def _local_variance(pixels: np.ndarray, window: int) -> np.ndarray:
 
 # --- combination ------------------------------------------------------------------------------
 
+def _gated(settings: dict) -> list[str]:
+    gated = list(settings["content_gated"])
+    unknown = sorted(set(gated) - set(SUB_SCORES))
+    if unknown:
+        raise MetricError(f"content_gated names unknown sub-scores {unknown}; known: {', '.join(SUB_SCORES)}")
+    return gated
+
+
 def block_score(ref_img: ImageLike, gen_img: ImageLike, ref_blocks: list[dict] | None = None,
                 gen_blocks: list[dict] | None = None, params: dict | None = None,
                 cache: OcrCache | None = None) -> dict[str, float]:
@@ -397,13 +433,17 @@ def compare_blocks(canvas: Canvas, ref: list[Block], gen: list[Block],
     matches = match_blocks(ref, gen, float(settings["block_match_threshold"]))
     grid_w, grid_h = layout_grid(canvas, settings)
     small = canvas.resized((grid_w * _FINE, grid_h * _FINE))
+    text_overlap, component_overlap = layout_overlaps(canvas, small, ref, gen, settings)
     scores = {
-        "layout": layout_score(canvas, small, ref, gen, settings),
+        "layout": 0.5 * text_overlap + 0.5 * component_overlap,
         "elements": elements_score(ref, gen, matches, *sizes),
         "content": content_score(ref, gen),
         "style": style_score(small, ref, gen, matches, settings),
         "overall": overall_score(canvas, settings),
     }
+    shared = shared_content(ref, matches, component_overlap)
+    for key in _gated(settings):
+        scores[key] *= shared
     weights = settings["block_weights"]
     scores["total"] = sum(weights[k] * scores[k] for k in SUB_SCORES) / sum(weights[k] for k in SUB_SCORES)
     return {k: min(1.0, max(0.0, float(v))) for k, v in scores.items()}

@@ -106,6 +106,45 @@ def test_it_keeps_the_overall_score_for_a_small_shift_but_not_for_a_blank_page()
     assert blank < 0.3
 
 
+def test_it_gives_a_blank_page_nothing_at_all():
+    """A blank page matches no block: style and overall (white palette, SSIM of white background) fall
+    to 0 with layout, elements and content, instead of the 0.47 and 0.1-0.5 they kept."""
+    result = block_score(render_page(), Image.new("RGB", (1280, 720), "white"), cache=SHARED)
+    assert result == dict.fromkeys([*SUB_SCORES, "total"], 0.0)
+
+
+def test_it_scales_style_and_overall_by_the_share_of_reference_content_matched():
+    """With half the reference's blocks, style and overall are their ungated values times the matched
+    share of the reference's block area; the other sub-scores are untouched."""
+    ref, gen = layout(), layout(TEXTS[:4])
+    share = sum(b["box"][2] * b["box"][3] for b in ref[:4]) / sum(b["box"][2] * b["box"][3] for b in ref)
+    gated = score(ref, gen)
+    ungated = block_score(draw(ref), draw(gen), ref, gen, params={**DOM, "content_gated": []})
+    assert 0.3 < share < 0.7
+    assert gated["style"] == pytest.approx(ungated["style"] * share)
+    assert gated["overall"] == pytest.approx(ungated["overall"] * share)
+    assert {k: gated[k] for k in ("layout", "elements", "content")} == {
+        k: ungated[k] for k in ("layout", "elements", "content")}
+
+
+def test_it_judges_a_reference_without_text_by_its_drawn_components():
+    """Without reference text the matched share is the overlap of drawn components: the same shapes
+    keep style and overall, a blank page gets neither."""
+    shapes = Image.new("RGB", SIZE, "white")
+    ImageDraw.Draw(shapes).rectangle([100, 100, 600, 400], fill=(78, 115, 223))
+    ImageDraw.Draw(shapes).ellipse([800, 200, 1000, 400], fill=(230, 80, 60))
+    same = block_score(shapes, shapes.copy(), [], [], params=DOM)
+    blank = block_score(shapes, Image.new("RGB", SIZE, "white"), [], [], params=DOM)
+    assert same["style"] == 1.0 and same["overall"] == 1.0
+    assert blank["style"] == 0.0 and blank["overall"] == 0.0
+
+
+def test_it_rejects_an_unknown_gated_sub_score():
+    """content_gated may only name block sub-scores."""
+    with pytest.raises(MetricError, match="'colour'"):
+        block_score(draw(layout()), draw(layout()), layout(), layout(), params={**DOM, "content_gated": ["colour"]})
+
+
 def test_it_forgives_near_misses_in_layout_but_not_empty_or_full_pages():
     """Tolerant overlap: identical 1, one cell off still high, far off 0, covering everything
     scaled down by its excess area, nothing against something 0."""
