@@ -211,6 +211,82 @@
     };
   }
 
+  // Anchors of relative position cues ("to the left of the input"): visible elements matching
+  // the spec's selector and naming its text, else visible text naming it. Boxes only. Text is
+  // read node by node (bounded), never the whole subtree of every element, so a deep or huge
+  // page costs what its text costs.
+  const words = (s) => " " + (s || "").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim() + " ";
+  const MAX_TEXT_NODES = 20000;
+  function shown(el) {
+    const r = el.getBoundingClientRect();
+    if (!(r.width > 0 && r.height > 0)) return null;
+    if (effectivelyTransparent(el)) return null;
+    return r;
+  }
+  function ownName(el) {
+    const labels = el.labels ? Array.from(el.labels).map((l) => l.textContent).join(" ") : "";
+    return [el.getAttribute("aria-label"), el.getAttribute("placeholder"), el.getAttribute("title"),
+      el.getAttribute("alt"), el.tagName === "INPUT" ? el.value : "", labels].join(" ");
+  }
+  function boxOf(node) {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const r = range.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 ? r : null;
+  }
+  // The phrase in one text node; else in the text of a node's parent or grandparent (split by
+  // inline markup: "Walk <b>the</b> dog"), the deepest such element.
+  function textAnchors(says, limit) {
+    const found = [], parents = new Set();
+    if (!document.body) return found;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    let visited = 0;
+    for (let node = walker.nextNode(); node && visited < MAX_TEXT_NODES && found.length < limit;
+         node = walker.nextNode(), visited++) {
+      const parent = node.parentElement;
+      if (!parent || SKIP_TAGS.has(parent.tagName.toLowerCase()) || !node.data.trim()) continue;
+      if (says(node.data)) {
+        const r = shown(parent) && boxOf(node);
+        if (r) found.push(r);
+      } else {
+        parents.add(parent);
+        if (parent.parentElement) parents.add(parent.parentElement);
+      }
+    }
+    if (found.length) return found;
+    for (const el of parents) {
+      if (found.length >= limit) break;
+      if (el === document.body || !says(el.textContent)) continue;
+      if (Array.from(el.children).some((c) => parents.has(c) && says(c.textContent))) continue;
+      const r = shown(el) && boxOf(el);
+      if (r) found.push(r);
+    }
+    return found;
+  }
+  function anchorBoxes(spec) {
+    const phrase = words(spec.text), limit = 20, found = [];
+    const says = (s) => phrase.trim() !== "" && words(s).includes(phrase);
+    if (spec.selector) {
+      let matches = [];
+      try { matches = Array.from(document.querySelectorAll(spec.selector)); } catch (e) { matches = []; }
+      for (const el of matches.slice(0, 2000)) {
+        if (found.length >= limit) break;
+        const r = shown(el);
+        if (r && (!phrase.trim() || says(ownName(el)) || says(el.innerText || el.textContent))) found.push(r);
+      }
+      if (found.length || !phrase.trim()) return found;
+    }
+    if (!phrase.trim()) return found;
+    for (const el of document.querySelectorAll("[aria-label], [placeholder], [title], [alt], input, textarea")) {
+      if (found.length >= limit) break;
+      const r = says(ownName(el)) && shown(el);
+      if (r) found.push(r);
+    }
+    return found.length ? found : textAnchors(says, limit);
+  }
+  const anchors = (opts.anchors || []).map((spec) =>
+    anchorBoxes(spec).map((r) => [r.left, r.top, r.width, r.height]));
+
   const elements = [];
   const out = [];
   let scanned = 0;
@@ -239,7 +315,7 @@
   }
   Object.defineProperty(window, "__iwrTargets", {value: elements, configurable: true, writable: true, enumerable: false});
   return {
-    candidates: out, scanned,
+    candidates: out, scanned, anchors,
     viewport: [vw, vh], scroll: [window.scrollX, window.scrollY],
     document: [document.documentElement.scrollWidth, document.documentElement.scrollHeight],
   };

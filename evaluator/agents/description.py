@@ -2,6 +2,10 @@
 
 "Click the second 'Add' button in the footer" ->
 quotes ["Add"], roles {"button"}, regions ["footer"], ordinal 2, labels [["add"]], content ["add"].
+
+A position relative to something else is a relation: "the checkbox to the left of the input"
+-> relations [Relation("left", role "textbox")], "the field below 'Email'" -> [Relation("below",
+quotes ["Email"])]. "the left of the page" or "the bottom of the sidebar" stay regions.
 """
 
 from __future__ import annotations
@@ -86,6 +90,31 @@ PURPOSE_VERBS = frozenset(
     upload share send buy purchase learn read visit scroll zoom increase decrease put get make find""".split()
 )
 DETERMINERS = frozenset("the a an this that its their your".split())
+# Words that place the target beside something else, by the direction they name.
+RELATION_WORDS = {"above": "above", "below": "below", "under": "below", "beneath": "below",
+                  "underneath": "below", "beside": "near", "near": "near"}
+SIDE_LEAD_INS = frozenset("to on at".split())
+# Nouns that name a page structure an anchor can be ("above the table"), as anchor roles.
+ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "heading", "title": "heading",
+                "label": "label"}
+
+
+@dataclass
+class Relation:
+    """Where the target is relative to an anchor: left, right, above, below or near it."""
+
+    kind: str
+    quotes: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    role: str | None = None
+    named: list[str] = field(default_factory=list)  # its entries in Description.anchors
+
+    @property
+    def empty(self) -> bool:
+        return not (self.quotes or self.words or self.role)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "quotes": self.quotes, "words": self.words, "role": self.role}
 
 
 @dataclass
@@ -102,6 +131,7 @@ class Description:
     role_words: list[str] = field(default_factory=list)
     anchors: list[str] = field(default_factory=list)  # quoted or named things the target is next to / in
     appearance: list[str] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
 
     @property
     def has_text_cue(self) -> bool:
@@ -110,7 +140,8 @@ class Description:
     def to_dict(self) -> dict:
         return {"quotes": self.quotes, "roles": sorted(self.roles), "regions": self.regions,
                 "ordinal": self.ordinal, "labels": self.labels, "content": self.content,
-                "anchors": self.anchors, "appearance": self.appearance}
+                "anchors": self.anchors, "appearance": self.appearance,
+                "relations": [r.to_dict() for r in self.relations]}
 
 
 @dataclass
@@ -120,6 +151,7 @@ class _Token:
     kind: str = "content"  # content | stop | action | role | region | ordinal | appearance | quote | break
     phase: str = "target"  # target | anchor (locates the target) | purpose ("to add it to the cart")
     role: str | None = None
+    relation: int | None = None  # index of the relation whose anchor this token names
 
 
 def parse_description(text: str | None, typed: str | None = None) -> Description:
@@ -133,8 +165,9 @@ def parse_description(text: str | None, typed: str | None = None) -> Description
     skip = " ".join((typed or "").split()).lower()
     tokens = [t for t in tokens if not (skip and t.kind == "quote" and " ".join(t.word.split()).lower() == skip)]
     _classify(tokens)
-    _phases(tokens)
+    kinds = _phases(tokens)
     _collect(tokens, desc)
+    _collect_relations(tokens, kinds, desc)
     if not desc.content and not desc.quotes:
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
         # button" names none (matching "button" to a "Buttons" link would mislead)
@@ -202,24 +235,49 @@ def _kind(token: _Token) -> str:
     return "content"
 
 
-def _phases(tokens: list[_Token]) -> None:
+def _phases(tokens: list[_Token]) -> list[str]:
     """Mark anchor phrases ("in the 'Dropdown' card") and purpose phrases ("to collapse it").
 
     Both start only once the target's head (a role noun or a quoted label) has been read, so
-    "the Add to cart button" and "the Terms of Service link" stay whole.
+    "the Add to cart button" and "the Terms of Service link" stay whole. A relation ("to the
+    left of", "next to", "below") also starts an anchor phrase, whose tokens it owns; the
+    kinds of the relations read are returned in order.
     """
-    phase, headed = "target", False
+    phase, headed, relation, skip = "target", False, None, 0
+    relations: list[str] = []
     for i, token in enumerate(tokens):
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        trigger = _relation_at(tokens, i) if headed and phase != "purpose" and not skip else None
         if token.kind == "break":
-            phase = "target"
+            phase, relation = "target", None
+        elif trigger:
+            kind, skip = trigger
+            relations.append(kind)
+            phase, relation = "anchor", len(relations) - 1
         elif phase != "purpose" and _starts_purpose(token, nxt, headed):
-            phase = "purpose"
+            phase, relation = "purpose", None
         elif headed and phase == "target" and (token.word in RELATIONAL or _is_next_to(token, nxt)):
             phase = "anchor"
-        token.phase = phase
+        if skip:  # the relation's own words ("to the left of") name nothing
+            token.kind, token.role, skip = "relation", None, skip - 1
+        token.phase, token.relation = phase, relation
         if token.kind in ("role", "quote"):
             headed = True
+    return relations
+
+
+def _relation_at(tokens: list[_Token], i: int) -> tuple[str, int] | None:
+    """(kind, number of tokens) of a relation starting at token ``i``: "to the left of", "next to", "below"."""
+    ahead = [t.word if t.kind != "quote" else "" for t in tokens[i:i + 4]] + [""] * 4
+    side = 1 if ahead[0] in SIDE_LEAD_INS else 0
+    side += 1 if ahead[side] == "the" else 0
+    if ahead[side] in ("left", "right") and ahead[side + 1] == "of":
+        return ahead[side], side + 2
+    if ahead[0] in ("next", "adjacent") and ahead[1] == "to":
+        return "near", 2
+    if ahead[0] in RELATION_WORDS:
+        return RELATION_WORDS[ahead[0]], 1
+    return None
 
 
 def _starts_purpose(token: _Token, nxt: _Token | None, headed: bool) -> bool:
@@ -256,6 +314,31 @@ def _collect(tokens: list[_Token], desc: Description) -> None:
     desc.content = _dedupe(desc.content)
     desc.anchors = _dedupe(desc.anchors)
     desc.labels = _label_phrases([t for t in tokens if t.phase == "target"])
+
+
+def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description) -> None:
+    """Each relation's anchor: its quotes, content words and role noun. A side without an anchor
+    on the page ("to the left of the page") is a region again."""
+    relations = [Relation(kind) for kind in kinds]
+    for token in tokens:
+        if token.relation is None or token.phase != "anchor":
+            continue
+        relation = relations[token.relation]
+        if token.kind in ("quote", "content"):
+            relation.named.append(token.word)
+        if token.kind == "quote":
+            relation.quotes.append(token.word)
+        elif token.kind == "role" and relation.role is None:
+            relation.role = token.role
+        elif token.kind == "content" and token.word in ANCHOR_NOUNS and relation.role is None:
+            relation.role = ANCHOR_NOUNS[token.word]
+        elif token.kind == "content":
+            relation.words.append(token.word)
+    for relation in relations:
+        if not relation.empty:
+            desc.relations.append(relation)
+        elif relation.kind in ("left", "right"):
+            desc.regions.append(relation.kind)
 
 
 def _label_phrases(tokens: list[_Token]) -> list[list[str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 
 class ParamsError(ValueError):
@@ -30,18 +30,22 @@ def _section(data: Any, name: str) -> dict:
             for key, value in inner.items()}
 
 
-def _build(cls, data: Any, name: str):
-    if isinstance(data, cls):
-        return data
-    values = _section(data, name)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ParamsError(f"unknown {name} parameter(s): {', '.join(unknown)}")
-    clean = {}
-    for key, value in values.items():
-        clean[key] = _coerce(name, key, getattr(cls, key), value)
-    return cls(**clean)
+class _Section:
+    """A protocol params section as a frozen dataclass; ``SECTION`` names it in the params dict."""
+
+    SECTION: ClassVar[str] = ""
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """The section from a whole params dict, the section alone, an instance, or None (defaults)."""
+        if isinstance(data, cls):
+            return data
+        values = _section(data, cls.SECTION)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise ParamsError(f"unknown {cls.SECTION} parameter(s): {', '.join(unknown)}")
+        return cls(**{key: _coerce(cls.SECTION, key, getattr(cls, key), value) for key, value in values.items()})
 
 
 def _coerce(section: str, key: str, default: Any, value: Any) -> Any:
@@ -53,8 +57,10 @@ def _coerce(section: str, key: str, default: Any, value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class TargetingParams:
+class TargetingParams(_Section):
     """How an action description is matched to an element, and how actions are carried out."""
+
+    SECTION: ClassVar[str] = "targeting"
 
     # weights of the four feature scores (judge-design: 0.50 text, 0.15 attributes, 0.20 role, 0.15 position)
     w_text: float = 0.50
@@ -80,15 +86,20 @@ class TargetingParams:
     type_timeout_ms: int = 5000
     # Scroll succeeds when the page (or its main scroller) moved more than this many pixels
     scroll_min_px: float = 5.0
-
-    @classmethod
-    def from_dict(cls, data: Any) -> TargetingParams:
-        return _build(cls, data, "targeting")
+    # "to the left of the input": the candidate's centre may reach this share of the anchor's extent
+    # past its near edge (an icon drawn over a field's padding is still to its left)
+    relation_edge_share: float = 0.2
+    # proximity to the anchor halves over a gap of this many times the larger extent along the axis
+    relation_reach: float = 2.0
+    # "next to": a neighbour above or below counts this much of one on the same row
+    relation_near_vertical: float = 0.7
 
 
 @dataclass(frozen=True)
-class AssertionParams:
+class AssertionParams(_Section):
     """When an action counts as having changed the page and done what its assertion says."""
+
+    SECTION: ClassVar[str] = "assertion"
 
     # fraction of pixels that must differ (compared at diff_scale) for "the page changed"
     pixel_change_fraction: float = 0.002
@@ -108,8 +119,8 @@ class AssertionParams:
     delta_f1: float = 0.4
     # OCR the generated screenshots when phrases are missing and the page draws on a canvas
     ocr_fallback: bool = True
-
-    @classmethod
-    def from_dict(cls, data: Any) -> AssertionParams:
-        return _build(cls, data, "assertion")
+    # a state phrase shown before and left alone does not hold where the reference changed it
+    stale_phrases: bool = True
+    # the page's text / DOM must change where the authored reference text changed in place
+    text_change_required: bool = True
 

@@ -14,7 +14,16 @@ from rapidfuzz import fuzz
 
 from evaluator.agents.description import Description
 from evaluator.agents.params import TargetingParams
-from evaluator.agents.words import best_token_match, canonical, content_words, normalize, split_identifier, token_f1
+from evaluator.agents.relations import relation_score, resolved_anchors
+from evaluator.agents.words import (
+    best_token_match,
+    canonical,
+    content_words,
+    label_words,
+    normalize,
+    split_identifier,
+    token_f1,
+)
 
 # Class-name fragments of icon fonts and CSS frameworks that say nothing about the element.
 NOISE_TOKENS = frozenset(
@@ -177,7 +186,7 @@ def _attribute_text_score(desc: Description, tokens: set[str], params: Targeting
     if not tokens:
         return 0.0
     pool = {canonical(t) for t in tokens}
-    phrases = [content_words(q) for q in desc.quotes] + desc.labels + ([desc.content] if desc.content else [])
+    phrases = [label_words(q) for q in desc.quotes] + desc.labels + ([desc.content] if desc.content else [])
     best = 0.0
     for phrase in phrases:
         wanted = {canonical(w) for w in phrase if len(w) > 1}
@@ -236,7 +245,7 @@ def attribute_score(desc: Description, tokens: set[str], params: TargetingParams
     """Share of the description's words (up to two) found among the attribute tokens, synonyms folded."""
     wanted = set(desc.content) | set(desc.role_words) | set(desc.appearance)
     for q in desc.quotes:
-        wanted |= set(content_words(q))
+        wanted |= set(label_words(q))
     wanted = {canonical(w) for w in wanted if len(w) > 1}
     if not wanted or not tokens:
         return 0.0
@@ -309,28 +318,37 @@ def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
         "text": text_score(desc, cand, params) if desc.has_text_cue else 0.5,
         "attributes": attribute_score(desc, attribute_tokens(cand), params),
         "role": role_score(desc, candidate_roles(cand)),
-        "position": position_score(desc, cand, geometry, params),
+        "position": position_score(desc, cand, geometry, params, page.get("anchors")),
     }
     return Scored(index, cand, parts)
 
 
-def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams) -> float:
-    """Mean of the region cues, plus the enclosing block's text when it names what the element does not."""
+def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams,
+                   anchors: list | None = None) -> float:
+    """Mean of the region cues, the relative position cues whose anchor is on the page ("to the
+    left of the input"), and the enclosing block's text when it names what the element does not."""
     cues = [region_score(r, cand, geometry) for r in desc.regions]
-    context = context_score(desc, cand, params)
+    for relation, boxes in zip(desc.relations, anchors or [], strict=False):
+        cue = relation_score(relation.kind, cand["box"], boxes, params)
+        if cue is not None:
+            cues.append(cue)
+    context = context_score(desc, cand, params, resolved_anchors(desc, anchors))
     if context is not None:
         cues.append(context)
     return _mean(cues) if cues else 0.5
 
 
-def context_score(desc: Description, cand: dict, params: TargetingParams) -> float | None:
-    """Anchors ("left of 'Buy milk'", "for the Pear") and unexplained description words found
-    in the text around the element (not in its own name) raise the score; None when nothing to check."""
+def context_score(desc: Description, cand: dict, params: TargetingParams,
+                  placed: set[str] = frozenset()) -> float | None:
+    """Anchors ("for the Pear") and unexplained description words found in the text around the
+    element (not in its own name or attributes) raise the score; None when nothing to check.
+    Anchors already ``placed`` by a relation's geometry ("left of 'Buy milk'") are not counted twice."""
     own = set()
     for value in name_fields(cand):
         own.update(content_words(value))
-    extra = [w for w in desc.content if not best_token_match(w, own, params.token_match)]
-    items = [content_words(a) for a in desc.anchors] + [[w] for w in extra]
+    explained = own | attribute_tokens(cand)
+    extra = [w for w in desc.content if not best_token_match(w, explained, params.token_match)]
+    items = [content_words(a) for a in desc.anchors if a not in placed] + [[w] for w in extra]
     items = [item for item in items if item]
     container = content_words(cand.get("container"))
     if not items or not container:

@@ -18,6 +18,7 @@ from typing import Any
 
 from evaluator.agents.description import Description, parse_description
 from evaluator.agents.params import TargetingParams
+from evaluator.agents.relations import anchor_specs
 from evaluator.agents.scoring import Scored, score_candidates
 from evaluator.agents.words import quoted
 
@@ -110,7 +111,8 @@ def find_target(page, action, params=None) -> Target:
         return Target(reason=f"{kind} needs no target")
     desc = _description_for(action, kind)
     try:
-        data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates})
+        data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
+                                               "anchors": anchor_specs(desc)})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
     ranked = score_candidates(desc, data, p, focus_bonus=kind == "Type")

@@ -23,6 +23,16 @@ STOPWORDS = frozenset(
     few both either neither nor""".split()
 )
 
+# The grammar among the stopwords: articles, prepositions, linking words, pronouns, auxiliaries.
+# Quantities and particles ("all", "more", "up", "off") stay: identifiers carry them (toggle-all,
+# sign-up). "in" and "on" go: CSS frameworks use them as state classes (Bootstrap's "collapse in").
+FILLER_WORDS = frozenset(
+    """a an the this that these those it its is are was were be been being am of to as by for from with
+    and or but if then so than too very can could should would will shall may might must do does did has
+    have had you your yours we our us i me my he she they them their his her which who whom what how why
+    such own same just also via per into onto upon at in on""".split()
+)
+
 QUOTE_PATTERNS = (
     re.compile(r'"([^"]+)"'),
     re.compile(r"“([^”]+)”"),
@@ -86,6 +96,14 @@ def content_words(text: str | None) -> list[str]:
     """Word tokens without stopwords, in order; all tokens when every one is a stopword ("More")."""
     tokens = words(text)
     kept = [w for w in tokens if w not in STOPWORDS]
+    return kept or tokens
+
+
+def label_words(text: str | None) -> list[str]:
+    """Word tokens of a quoted label that an identifier may spell: "Mark all as complete" -> mark, all,
+    complete (``content_words`` would drop "all")."""
+    tokens = words(text)
+    kept = [w for w in tokens if w not in FILLER_WORDS]
     return kept or tokens
 
 

@@ -7,12 +7,17 @@ Signals (judge-design "Did the action do what the assertion says?"):
 - key phrases of the assertion (quoted strings, numbers, capitalised phrases; content
   words when there are none of those; see ``evaluator.judges.phrases``) counted in the
   before and after text: in an appearance clause a phrase needs more occurrences after than
-  before, in a removal clause fewer, otherwise presence after is enough;
+  before, in a removal clause fewer, otherwise presence after is enough; a phrase the page
+  already showed and the action left alone does not hold when the reference, which showed it
+  too, changed it without scrolling (the tiles '2' merged there; here they did not move);
 - agreement with the reference: words added and removed between the reference's two
   checkpoints against those added and removed on the generated page (F1).
 
 Pass when the page changed and either the key phrases hold or the deltas agree. When the
 assertion has nothing checkable, pass when "changed" matches the reference's "changed".
+Whatever the phrases say, a page whose text, DOM, form state and URL all stayed as they were
+fails where the reference's own text changed without scrolling: pixels that moved (a scroll,
+a hover shade) are not the effect the assertion describes.
 """
 
 from __future__ import annotations
@@ -61,10 +66,32 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     texts = {m: _texts(before, after, m) for m in ("appearance", "removal", "state", "unchanged")}
     checks = [_check(ph, texts, p) for ph in phrases]
     checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
+    _mark_stale(checks, phrases, action, before, after, reference, p)
     delta = _delta_agreement(before, after, reference, p)
     evidence.update({"polarity": mode, "phrases": checks, "delta": delta,
                      "reference": reference.to_dict() if reference else None})
+    if p.text_change_required and _text_change_missing(action, before, after, changes, reference):
+        evidence["text_change_missing"] = True
+        return Verdict(False, evidence, "the page's text, DOM and form state did not change; the reference's "
+                                        "text did")
     return _decide(evidence, checks, delta, mode, changed, reference, p)
+
+
+def _text_change_missing(action, before: PageState, after: PageState, changes: dict,
+                         reference: RefDelta | None) -> bool:
+    """The reference's text changed in place (authoring's DOM text, no scroll), the page's did not.
+
+    Only the authored reference text is trusted here: OCR of two checkpoints differs on a mere
+    hover shade. A Scroll is meant to change only what is in view, and text drawn on a canvas
+    changes no DOM, so neither can be judged this way.
+    """
+    if reference is None or reference.source != "reference" or reference.scrolled is not False:
+        return False
+    if not (reference.added or reference.removed) or getattr(action, "type", "") == "Scroll":
+        return False
+    if max(before.canvas_share, after.canvas_share) > 0.1:
+        return False
+    return not any(changes[k] for k in ("url", "text", "dom", "values", "checked"))
 
 
 def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
@@ -143,6 +170,28 @@ def _check(phrase: Phrase, texts: dict, p: AssertionParams) -> dict:
         holds = n_after > 0
     return {"phrase": phrase.text, "kind": phrase.kind, "mode": phrase.mode, "before": n_before,
             "after": n_after, "holds": holds}
+
+
+def _mark_stale(checks, phrases, action, before: PageState, after: PageState, reference: RefDelta | None,
+                p: AssertionParams) -> None:
+    """A state phrase the page showed before and the action left alone, in the document and in view,
+    does not hold where the reference showed it too and changed it: it is not the action's doing.
+
+    The reference's text is what its viewport showed, so a reference that scrolled (or a Scroll
+    action) changes it by bringing text into view, which the document text cannot be held to.
+    """
+    if not p.stale_phrases or reference is None or reference.texts is None or reference.scrolled:
+        return
+    if getattr(action, "type", "") == "Scroll":
+        return
+    for check, phrase in zip(checks, phrases, strict=False):
+        if not (check["holds"] and phrase.mode == "state" and 0 < check["before"] == check["after"]):
+            continue
+        if _count(phrase, before.viewport_text, p) != _count(phrase, after.viewport_text, p):
+            continue
+        ref_before, ref_after = (_count(phrase, text, p) for text in reference.texts)
+        if ref_before > 0 and ref_after != ref_before:
+            check.update(holds=False, stale=True, reference=[ref_before, ref_after])
 
 
 def _count(phrase: Phrase, text: str, p: AssertionParams) -> int:

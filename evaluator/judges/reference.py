@@ -25,10 +25,12 @@ class RefDelta:
     changed: bool | None = None  # None: nothing to tell
     source: str = "none"  # reference | ocr | image | none
     detail: dict = field(default_factory=dict)
+    texts: tuple[str, str] | None = None  # the reference's text at both checkpoints
+    scrolled: bool | None = None  # the reference page scrolled between them (None: unknown)
 
     def to_dict(self) -> dict:
         return {"added": self.added[:50], "removed": self.removed[:50], "changed": self.changed,
-                "source": self.source, **self.detail}
+                "source": self.source, "scrolled": self.scrolled, **self.detail}
 
 
 def word_delta(before: str, after: str) -> tuple[list[str], list[str]]:
@@ -56,7 +58,8 @@ def reference_delta(task, k: int, cache=None, params=None, before_k: int | None 
         texts = [_reference_text(r) for r in refs]
         changed = pixel > p.pixel_change_fraction if pixel is not None else _refs_differ(refs, texts)
         added, removed = word_delta(*texts)
-        return RefDelta(added, removed, changed, "reference", detail)
+        scrolled = refs[0].get("scroll") != refs[1].get("scroll")
+        return RefDelta(added, removed, changed, "reference", detail, (texts[0], texts[1]), scrolled)
     if images[0] is None or images[1] is None:
         return RefDelta(source="none", detail=detail)
     changed = pixel is not None and pixel > p.pixel_change_fraction
@@ -64,7 +67,7 @@ def reference_delta(task, k: int, cache=None, params=None, before_k: int | None 
     if texts[0] is None or texts[1] is None:
         return RefDelta(changed=changed, source="image", detail=detail)
     added, removed = word_delta(*texts)
-    return RefDelta(added, removed, changed, "ocr", detail)
+    return RefDelta(added, removed, changed, "ocr", detail, (texts[0], texts[1]))
 
 
 def _load_reference(task, n: int) -> dict | None:

@@ -102,7 +102,8 @@ STATE_JS = r"""
     return out;
   }
 
-  // Hash of tags, attributes and text. Empty style attributes are skipped: screenshots with a
+  // Hash of tags, attributes and text, open shadow roots included (web components keep their
+  // content there, out of innerText). Empty style attributes are skipped: screenshots with a
   // hidden caret leave style="" on inputs, which is not the page reacting.
   function domHash() {
     let h = 0x811c9dc5, n = 0;
@@ -110,17 +111,21 @@ STATE_JS = r"""
       for (let i = 0; i < str.length; i++) { h ^= str.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
       n += str.length;
     };
-    const root = document.documentElement;
-    if (!root) return "";
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
-    for (let node = walker.currentNode; node; node = walker.nextNode()) {
-      if (node.nodeType === 3) { feed("#" + node.data); continue; }
-      feed("<" + node.tagName);
-      for (const attr of node.attributes) {
-        if (attr.name === "style" && !attr.value) continue;
-        feed(" " + attr.name + "=" + attr.value);
+    const walk = (root) => {
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+      for (let node = walker.currentNode; node; node = walker.nextNode()) {
+        if (node.nodeType === 3) { feed("#" + node.data); continue; }
+        if (node.nodeType !== 1) continue;  // a shadow root itself
+        feed("<" + node.tagName);
+        for (const attr of node.attributes) {
+          if (attr.name === "style" && !attr.value) continue;
+          feed(" " + attr.name + "=" + attr.value);
+        }
+        if (node.shadowRoot) { feed("<#shadow"); walk(node.shadowRoot); }
       }
-    }
+    };
+    if (!document.documentElement) return "";
+    walk(document.documentElement);
     return h.toString(16) + ":" + n;
   }
 

@@ -146,6 +146,44 @@ def test_the_evidence_records_every_signal():
     json.dumps(verdict.evidence)
 
 
+def test_a_phrase_left_alone_does_not_hold_where_the_reference_changed_it():
+    """The tiles '2' merged on the reference; on a page that only scrolled they are still there, which is
+    no evidence. The same phrase moving as on the reference, or a landmark the reference kept, still holds."""
+    assertion = "The two '2' tiles merge into a '4' at the bottom and the score becomes 4"
+    reference = RefDelta(added=["4", "4", "4"], removed=["0", "0", "2"], changed=True, source="ocr",
+                         texts=("Score 0 Best 0 2 2", "Score 4 Best 4 2 4"))
+    before = state("Score 0 Best 0 2 2", scroll=(0, 0))
+    scrolled = check(assertion, before, state("Score 0 Best 0 2 2", scroll=(0, 120)), reference)
+    assert not scrolled.passed and scrolled.evidence["phrases_held"] == 0.0
+    assert scrolled.evidence["phrases"][0] == {"phrase": "2", "kind": "quoted", "mode": "state", "before": 2,
+                                               "after": 2, "holds": False, "stale": True, "reference": [2, 1]}
+    assert check(assertion, before, state("Score 4 Best 4 2 4"), reference).passed
+    reference.scrolled = True  # what the reference's viewport text gained, a scroll brought into view
+    assert "stale" not in check(assertion, before, state("Score 0 Best 0 2 2", scroll=(0, 120)),
+                                reference).evidence["phrases"][0]
+    landmark = RefDelta(added=["walk", "the", "dog"], changed=True, source="ocr",
+                        texts=("Buy milk", "Buy milk Walk the dog"))
+    verdict = check("'Walk the dog' is added below 'Buy milk'", state("Buy milk"),
+                    state("Buy milk Walk the dog"), landmark)
+    assert verdict.passed and verdict.evidence["phrases"][1]["holds"]
+
+
+def test_a_page_whose_text_and_dom_stayed_fails_where_the_reference_text_changed():
+    """Only scrolled and repainted: no text, DOM, form or URL change, while the reference's own text
+    changed in place. A reference that scrolled, or a Scroll action, is not judged this way."""
+    reference = RefDelta(added=["4"], removed=["2"], changed=True, source="reference",
+                         texts=("Score 2", "Score 4"), scrolled=False)
+    before, after = state("Score 2 tiles 4", scroll=(0, 0)), state("Score 2 tiles 4", scroll=(0, 120))
+    verdict = check("The score shows 4", before, after, reference)
+    assert not verdict.passed and verdict.evidence["text_change_missing"]
+    assert verdict.evidence["changes"]["scroll"] and not verdict.evidence["changes"]["dom"]
+    scrolled_ref = RefDelta(added=["4"], removed=["2"], changed=True, source="reference",
+                            texts=("Score 2", "Score 4"), scrolled=True)
+    assert check("The score shows 4", before, after, scrolled_ref).passed
+    scroll = judge(Act("Scroll", "Scroll down", logical_assertion="The score shows 4"), before, after, reference)
+    assert scroll.passed and "text_change_missing" not in scroll.evidence
+
+
 def test_pixels_alone_count_as_a_change():
     """A colour change with the same text is a change."""
     white, red = _png((255, 255, 255)), _png((255, 0, 0))
@@ -179,6 +217,7 @@ def test_reference_delta_reads_reference_text(tmp_path):
     assert delta.source == "reference"
     assert delta.added == ["1", "item"] and delta.removed == ["empty", "is"]
     assert delta.changed is True
+    assert delta.texts == ("Cart is empty", "Cart 1 item") and delta.scrolled is False
 
 
 def test_reference_delta_without_data_says_nothing(tmp_path):
@@ -238,6 +277,26 @@ def test_capture_state_reads_form_focus_text_and_blocks(browser):
 
 
 @browser_test
+def test_capture_state_sees_changes_inside_shadow_roots(browser):
+    """A web component's text lives in its shadow root, out of innerText: the DOM hash still moves."""
+    html = ("<p>Outside</p><x-counter></x-counter><script>customElements.define('x-counter', class extends "
+            "HTMLElement { connectedCallback() { const root = this.attachShadow({mode: 'open'}); "
+            "root.innerHTML = '<span>Count 0</span><button>inc</button>'; root.querySelector('button').onclick = "
+            "() => { root.querySelector('span').textContent = 'Count 1'; }; } });</script>")
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(html)
+        before = capture_state(page, take_screenshot=False)
+        page.locator("x-counter button").click()
+        after = capture_state(page, take_screenshot=False)
+    finally:
+        context.close()
+    assert before.text == after.text == "Outside"
+    assert before.dom_hash != after.dom_hash
+
+
+@browser_test
 def test_an_added_item_passes_its_appearance_assertion(browser):
     """Type an item, click Add: "the item appears" holds."""
     with open_page(browser, "assertion.html") as page:
@@ -274,6 +333,21 @@ def test_the_counter_must_show_the_number(browser):
         restyled = run_step(page, Act("Click", "Click Restyle", logical_assertion="The counter shows 3"))
         assert restyled.evidence["changes"]["pixels"] and not restyled.passed
         assert run_step(page, Act("Click", "Click Increase", logical_assertion="The counter shows 3")).passed
+
+
+@browser_test
+def test_a_key_that_only_scrolls_the_page_fails_a_text_change(browser):
+    """ArrowDown on a page without scripts scrolls it: the view moves, the text and DOM do not."""
+    reference = RefDelta(added=["4"], removed=["2"], changed=True, source="reference",
+                         texts=("A long page 2", "A long page 4"), scrolled=False)
+    action = Act("Press", "Press the Down arrow key", key="ArrowDown", logical_assertion="The 'long page' shows a 4")
+    with open_page(browser, "long.html") as page:
+        before = capture_state(page)
+        assert perform(page, action)[0]
+        page.wait_for_function("scrollY > 5")  # keyboard scrolling is animated
+        verdict = judge(action, before, capture_state(page), reference)
+    assert verdict.evidence["changed"] and verdict.evidence["changes"]["scroll"]
+    assert not verdict.passed and verdict.evidence["text_change_missing"], verdict.reason
 
 
 @browser_test

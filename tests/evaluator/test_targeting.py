@@ -8,6 +8,7 @@ import pytest
 
 from evaluator.agents.description import parse_description
 from evaluator.agents.params import AssertionParams, ParamsError, TargetingParams
+from evaluator.agents.relations import relation_score
 from evaluator.agents.scoring import candidate_roles, score_candidates
 from evaluator.agents.targeting import Target, find_target
 from evaluator.agents.words import quoted, split_identifier
@@ -34,6 +35,12 @@ def targeting_page(browser):
 @pytest.fixture(scope="module")
 def form_page(browser):
     with open_page(browser, "form.html") as page:
+        yield page
+
+
+@pytest.fixture(scope="module")
+def relative_page(browser):
+    with open_page(browser, "relative.html") as page:
         yield page
 
 
@@ -254,7 +261,8 @@ def test_it_separates_anchors_and_purposes_from_the_target():
     """"left of 'Buy milk'" locates the target; "to collapse it" says why; neither names it."""
     desc = parse_description("Click the round checkbox to the left of 'Buy milk' to mark it done")
     assert desc.quotes == [] and desc.anchors == ["Buy milk"]
-    assert desc.roles == {"checkbox"} and desc.regions == ["left"]
+    assert desc.roles == {"checkbox"} and desc.regions == []
+    assert [(r.kind, r.quotes) for r in desc.relations] == [("left", ["Buy milk"])]
     assert desc.appearance == ["round"]
     sort = parse_description("Click on Age to sort the table")
     assert sort.content == ["age"]
@@ -274,3 +282,89 @@ def test_it_finds_a_nameless_control_by_anchor_icon_and_class(targeting_page):
     assert chosen_id(click(targeting_page, "Click the notification bell")) == "alerts"
     assert chosen_id(click(targeting_page, "Click the round toggle button at the bottom of the sidebar")) == (
         "sidebarToggle")
+
+
+# --------------------------------------------------------------------------- relative position
+
+
+def test_it_reads_relations_and_their_anchors():
+    """"to the left of the input", "next to 'Bob'", "above the table": a direction and what to look for."""
+    def relations(text):
+        return [(r.kind, r.quotes, r.words, r.role) for r in parse_description(text).relations]
+
+    toggle = parse_description("Click the 'Mark all as complete' checkbox to the left of the input")
+    assert toggle.quotes == ["Mark all as complete"] and toggle.roles == {"checkbox"} and toggle.regions == []
+    assert relations(toggle.text) == [("left", [], [], "textbox")]
+    assert relations("Click the Edit button next to 'Bob'") == [("near", ["Bob"], [], None)]
+    assert relations("Click the Export button above the table") == [("above", [], [], "table")]
+    assert relations("Click the icon right of the search field") == [("right", [], ["search"], "textbox")]
+
+
+def test_a_side_of_the_page_stays_a_region():
+    """"on the left of the page" names no anchor to measure from: it is the page's left region."""
+    desc = parse_description("Click the button on the left of the page")
+    assert desc.relations == [] and desc.regions == ["left"]
+    assert parse_description("Click the toggle at the bottom of the sidebar").regions == ["bottom", "sidebar"]
+
+
+def test_relation_geometry_prefers_the_aligned_close_neighbour():
+    """Left of a field: the icon over its padding beats the row below; own content is no neighbour."""
+    field = [100, 100, 400, 60]
+    over_padding, row_below, far_right = [108, 115, 30, 30], [110, 170, 24, 24], [520, 115, 30, 30]
+    assert relation_score("left", over_padding, [field]) > 0.6
+    assert relation_score("left", row_below, [field]) < relation_score("left", over_padding, [field]) - 0.2
+    assert relation_score("left", far_right, [field]) == 0.0
+    assert relation_score("right", far_right, [field]) > 0.9
+    assert relation_score("below", row_below, [field]) > relation_score("above", row_below, [field])
+    assert relation_score("near", [0, 0, 500, 200], [field]) == 0.0  # the anchor lies inside it
+    assert relation_score("near", over_padding, []) is None  # anchor not on the page: no cue
+
+
+@browser_test
+def test_it_finds_an_unlabelled_checkbox_by_role_attributes_and_position(relative_page):
+    """A "Mark all as complete" checkbox without any label: the role noun, its id toggle-all and its
+    place at the input's left pick it, not the 'Completed' link or the items' checkboxes."""
+    target = click(relative_page, "Click the 'Mark all as complete' checkbox to the left of the input")
+    assert chosen_id(target) == "toggle-all", target.to_dict()
+    assert not target.ambiguous
+
+
+@browser_test
+@pytest.mark.parametrize(("description", "expected"), [
+    ("Click the button to the left of the search field", "bar-before"),
+    ("Click the button to the right of the search field", "bar-after"),
+    ("Click the Edit button next to 'Bob'", "edit-bob"),
+    ("Click the Edit button next to 'Alice'", "edit-alice"),
+    ("Click the Edit button next to 'Carol Smith'", "edit-carol"),  # the name split by inline markup
+    ("Click the Export button above the table", "above-table"),
+    ("Click the Export button below the table", "below-table"),
+    ("Click the checkbox next to 'Book dentist'", "todo-dentist"),
+])
+def test_it_picks_among_look_alikes_by_their_position_relative_to_an_anchor(relative_page, description, expected):
+    """Unlabelled or same-named controls: the anchor's direction and distance choose, without ambiguity."""
+    target = click(relative_page, description)
+    assert chosen_id(target) == expected, target.to_dict()
+    assert not target.ambiguous, target.to_dict()
+
+
+@browser_test
+def test_type_finds_the_field_below_its_label(relative_page):
+    """Fields under plain-text labels (no for=): "below 'Phone'" is the field right under that label."""
+    assert chosen_id(find_target(relative_page, Act("Type", "Type into the field below 'Phone'", text="1"))) == "phone"
+    below_email = find_target(relative_page, Act("Type", "Type into the field below the 'Email' label", text="a"))
+    assert chosen_id(below_email) == "email"
+
+
+@browser_test
+def test_relative_cues_never_choose_hidden_or_covered_elements(relative_page):
+    """Transparent, hidden and covered checkboxes closer to the Coupon field are never chosen."""
+    target = click(relative_page, "Click the checkbox to the left of the 'Coupon' field")
+    assert chosen_id(target) == "coupon-real", target.to_dict()
+
+
+@browser_test
+def test_same_labels_without_a_cue_stay_ambiguous(relative_page):
+    """Two Edit buttons and no cue to tell them apart: one is chosen and the choice flagged."""
+    target = click(relative_page, "Click the Edit button")
+    assert target.found and target.ambiguous
+    assert {chosen_id(target), target.runner_up["id"]} == {"edit-alice", "edit-bob"}

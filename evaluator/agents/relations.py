@@ -1,0 +1,122 @@
+"""Relative position cues: "the checkbox to the left of the input", "the field below 'Email'".
+
+A relation names an anchor by quoted text, words or a role noun. ``anchor_specs`` turns each
+relation of a description into what ``candidates.js`` looks for on the page (a phrase and a
+CSS selector); ``relation_score`` rates a candidate's box against the anchor boxes it found.
+Boxes are ``[x, y, width, height]`` in viewport pixels, candidates and anchors alike.
+"""
+
+from __future__ import annotations
+
+from evaluator.agents.description import Description
+from evaluator.agents.params import TargetingParams
+from evaluator.agents.words import normalize
+
+_TEXT_INPUTS = ("input:not([type=checkbox]):not([type=radio]):not([type=button]):not([type=submit])"
+                ":not([type=reset]):not([type=hidden]):not([type=image]):not([type=range]):not([type=color])"
+                ":not([type=file])")
+# What an anchor named by a role noun can be on the page.
+ROLE_SELECTORS = {
+    "textbox": f"{_TEXT_INPUTS}, textarea, [contenteditable=''], [contenteditable=true], [role=textbox], "
+               "[role=searchbox]",
+    "button": "button, input[type=button], input[type=submit], input[type=reset], [role=button], .btn",
+    "link": "a[href], [role=link]",
+    "checkbox": "input[type=checkbox], [role=checkbox], [role=switch]",
+    "switch": "input[type=checkbox], [role=checkbox], [role=switch]",
+    "radio": "input[type=radio], [role=radio]",
+    "combobox": "select, [role=combobox], [role=listbox]",
+    "image": "img, svg, picture, canvas, [role=img]",
+    "icon": "svg, i, [role=img], [class*=icon]",
+    "item": "li, tr, [role=listitem], [role=option], [role=row]",
+    "card": "article, .card, [class*=card]",
+    "tab": "[role=tab], .tab, .nav-link",
+    "menu": "[role=menu], [role=menubar], nav, .menu, .dropdown-menu",
+    "table": "table, [role=table], [role=grid]",
+    "list": "ul, ol, [role=list], [role=listbox]",
+    "form": "form",
+    "heading": "h1, h2, h3, h4, h5, h6, [role=heading]",
+    "label": "label",
+}
+# How far past the anchor's near edge a candidate's centre may reach (the protocol's
+# relation_edge_share of the anchor's extent), kept within these bounds: a few pixels for a
+# small anchor, never deep into a wide one.
+EDGE_MIN_PX, EDGE_MAX_PX = 10.0, 80.0
+# The proximity factor halves over relation_reach times the larger extent, at least this gap:
+# one row further down a stack of fields is far, a button across a table row is not.
+REACH_MIN_PX = 40.0
+# An anchor lying this much inside the candidate is the candidate's own content, not a neighbour.
+OWN_CONTENT = 0.8
+
+
+def resolved_anchors(desc: Description, anchors: list | None) -> set[str]:
+    """The anchor phrases (as in ``desc.anchors``) of relations whose anchor was found on the page."""
+    out: set[str] = set()
+    for relation, boxes in zip(desc.relations, anchors or [], strict=False):
+        if boxes:
+            out.update(relation.named)
+    return out
+
+
+def anchor_specs(desc: Description) -> list[dict]:
+    """One ``{"text", "selector"}`` per relation, as ``candidates.js`` takes them (in order)."""
+    return [{"text": normalize(" ".join(r.quotes or r.words)), "selector": ROLE_SELECTORS.get(r.role or "", "")}
+            for r in desc.relations]
+
+
+def relation_score(kind: str, box: list[float], anchors: list[list[float]],
+                   params: TargetingParams | None = None) -> float | None:
+    """How well ``box`` sits ``kind`` (left, right, above, below, near) of the nearest fitting
+    anchor, in [0, 1]; None when no anchor was found on the page (the cue is then unused)."""
+    if not anchors:
+        return None
+    p = params or TargetingParams()
+    return max((_fit(kind, box, a, p) for a in anchors if _inside_share(a, box) < OWN_CONTENT), default=0.0)
+
+
+def _fit(kind: str, box: list[float], anchor: list[float], p: TargetingParams) -> float:
+    if kind == "near":  # "next to" / "beside" mean the same row in a page's language
+        across = max(_side(side, box, anchor, p) for side in ("above", "below"))
+        return max(_side("left", box, anchor, p), _side("right", box, anchor, p), p.relation_near_vertical * across)
+    return _side(kind, box, anchor, p)
+
+
+def _side(kind: str, box: list[float], anchor: list[float], p: TargetingParams) -> float:
+    """Beyond the anchor's edge on that side, aligned with it across, and close to it."""
+    axis = 0 if kind in ("left", "right") else 1
+    lo, size = box[axis], box[axis + 2]
+    a_lo, a_size = anchor[axis], anchor[axis + 2]
+    centre = lo + size / 2
+    if kind in ("left", "above"):
+        beyond, gap = a_lo - centre, a_lo - (lo + size)
+    else:
+        beyond, gap = centre - (a_lo + a_size), lo - (a_lo + a_size)
+    edge = min(EDGE_MAX_PX, max(EDGE_MIN_PX, p.relation_edge_share * a_size))
+    along = _clip(1 + beyond / edge)
+    proximity = 1 / (1 + max(0.0, gap) / max(REACH_MIN_PX, p.relation_reach * max(size, a_size)))
+    return along * _aligned(box, anchor, 1 - axis) * proximity
+
+
+def _aligned(box: list[float], anchor: list[float], axis: int) -> float:
+    """1 while either centre lies within the other's extent across (a wide field under a short
+    label, a small icon beside a tall field), then falling off over one extent (a row further
+    down is not beside a label)."""
+    lo, size, a_lo, a_size = box[axis], box[axis + 2], anchor[axis], anchor[axis + 2]
+    centre, a_centre = lo + size / 2, a_lo + a_size / 2
+    off = min(_outside(centre, a_lo, a_size), _outside(a_centre, lo, size))
+    return _clip(1 - off / max(a_size, size, 20.0))
+
+
+def _outside(value: float, lo: float, size: float) -> float:
+    return max(0.0, lo - value, value - (lo + size))
+
+
+def _inside_share(inner: list[float], outer: list[float]) -> float:
+    """Share of ``inner``'s area that lies inside ``outer``."""
+    w = min(inner[0] + inner[2], outer[0] + outer[2]) - max(inner[0], outer[0])
+    h = min(inner[1] + inner[3], outer[1] + outer[3]) - max(inner[1], outer[1])
+    area = inner[2] * inner[3]
+    return max(0.0, w) * max(0.0, h) / area if area > 0 else 0.0
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
