@@ -12,7 +12,8 @@ A submitted page is untrusted HTML, so a preview is only ever served
   public assets, nothing else;
 - inside ``<iframe sandbox="allow-scripts">`` on the submission page (the same opaque origin).
 
-Reference-page baselines of held-out tasks are ground truth: only staff may preview them.
+Reference-page baselines of held-out tasks are ground truth: only staff may preview them
+(:func:`leaderboard.submissions.reveals_ground_truth`, the rule the replays follow too).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from django.urls import reverse
 from evaluator.bundle import ASSETS_URL_PREFIX, PAGE_NAME, BundleError, extract_bundle, read_page
 from leaderboard import submissions, tasksets
 from leaderboard.models import Submission, Task
-from leaderboard.models.tasks import Split
 
 SALT = "leaderboard.preview"
 PUBLIC, MANAGER, STAFF = "public", "manager", "staff"
@@ -63,7 +63,7 @@ def allowed(submission: Submission, reader: str) -> bool:
         return False  # paper rows, endpoint submissions still generating their pages
     if reader == STAFF:
         return True
-    if submission.kind == Submission.Kind.BASELINE and submission.split != Split.DEV:
+    if submissions.reveals_ground_truth(submission):
         return False  # the reference pages (and snapshots of them) of held-out tasks
     return reader == MANAGER or submission.public
 

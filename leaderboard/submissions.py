@@ -32,6 +32,8 @@ from leaderboard.models import Evaluation, Submission, Task
 from leaderboard.models.tasks import Split
 
 USER_PRIORITY = 5
+SCORING_SHOWN = 5  # entries named in a leaderboard view's "being scored now" note
+SCORING_SECONDS = 30  # how long that note is cached (a new submission clears it at once)
 RESCORE_PRIORITY = 9  # lower runs first: maintainers' rescoring waits behind users' submissions
 BUNDLE_SUFFIXES = (".zip",)
 
@@ -195,10 +197,12 @@ def accept(form: SubmissionForm, user) -> Accepted:
 
 def queue_evaluation(submission: Submission, protocol, *, rescore: bool = False) -> Evaluation:
     """A queued evaluation of ``submission`` under ``protocol`` (an evaluator Protocol)."""
-    return Evaluation.objects.create(
+    evaluation = Evaluation.objects.create(
         submission=submission, protocol=protocol.full_name, protocol_name=protocol.name, is_rescore=rescore,
         priority=RESCORE_PRIORITY if rescore else USER_PRIORITY, tasks_total=split_tasks(submission.split).count(),
     )
+    transaction.on_commit(partial(forget_being_scored, submission.split, protocol.full_name))
+    return evaluation
 
 
 # --------------------------------------------------------------------------- cancel
@@ -229,6 +233,7 @@ def cancel(submission: Submission) -> Evaluation:
             raise NotCancellable(f"Submission #{submission.pk} cannot be cancelled: it is {evaluation.status}.")
     evaluation.refresh_from_db()
     submission.refresh_from_db(fields=["charged"])
+    forget_being_scored(submission.split, evaluation.protocol)
     return evaluation
 
 
@@ -274,6 +279,20 @@ def copy_bundle(submission: Submission, dest: Path) -> Path:
 def can_manage(user, submission: Submission) -> bool:
     """The owner (and staff) may see the log, cancel and download results."""
     return user.is_authenticated and (user.is_staff or submission.owner_id == user.pk)
+
+
+def reveals_ground_truth(submission: Submission) -> bool:
+    """Whether what ``submission``'s pages show is held-out ground truth: the evaluator's baselines of
+    a held-out split are built from its reference pages, so their bundle, live preview, screenshots
+    and replay video are near-copies of the reference checkpoints. Only staff see those; everyone
+    else sees their scores and whether each step passed."""
+    return submission.kind == Submission.Kind.BASELINE and submission.split != Split.DEV
+
+
+def shows_pages(user, submission: Submission) -> bool:
+    """Whether ``user`` (who can open ``submission``) may see what its pages look like: screenshots,
+    replay videos, previews. Everyone, except for :func:`reveals_ground_truth` submissions (staff only)."""
+    return (user.is_authenticated and user.is_staff) or not reveals_ground_truth(submission)
 
 
 def visible_submissions(user):
@@ -363,3 +382,65 @@ def results_document(submission: Submission, viewer) -> dict:
         document["summary"] = evaluation.summary
     document["tasks"] = task_rows(evaluation, viewer, with_steps=True)
     return document
+
+
+# --------------------------------------------------------------------------- entries being scored
+
+
+@dataclass(frozen=True)
+class BeingScored:
+    """The public entries of one leaderboard view (split, protocol version) queued or being scored now:
+    how many, and the first few (``id`` of the submission, ``model_name``, ``baseline``, ``status``)."""
+
+    count: int = 0
+    entries: tuple = ()
+
+    @property
+    def more(self) -> int:
+        """How many are not named in ``entries``."""
+        return self.count - len(self.entries)
+
+    @property
+    def baselines_only(self) -> bool:
+        return self.count == len(self.entries) and all(entry["baseline"] for entry in self.entries)
+
+    def signature(self) -> str:
+        """What the leaderboard page shows of this, as a cache-key part."""
+        return f"{self.count}:" + ",".join(f"{entry['id']}{entry['status'][0]}" for entry in self.entries)
+
+
+def being_scored(split: str, protocol: str) -> BeingScored:
+    """:class:`BeingScored` of a view, cached briefly per leaderboard generation (a finished scoring
+    bumps the generation; a new or cancelled submission clears it: :func:`forget_being_scored`)."""
+    from django.core.cache import cache
+
+    key = _being_scored_key(split, protocol)
+    found = cache.get(key)
+    if found is None:
+        found = _being_scored(split, protocol)
+        cache.set(key, found, SCORING_SECONDS)
+    return found
+
+
+def forget_being_scored(split: str, protocol: str) -> None:
+    from django.core.cache import cache
+
+    cache.delete(_being_scored_key(split, protocol))
+
+
+def _being_scored_key(split: str, protocol: str) -> str:
+    from leaderboard.cache import get_generation
+
+    return f"lb:being-scored:{get_generation()}:{split}:{hashlib.sha256(protocol.encode()).hexdigest()[:24]}"
+
+
+def _being_scored(split: str, protocol: str) -> BeingScored:
+    live = Evaluation.objects.filter(
+        status__in=(Evaluation.Status.QUEUED, Evaluation.Status.RUNNING), protocol=protocol,
+        submission__split=split, submission__public=True, submission__flagged=False)
+    rows = list(live.order_by("-status", "priority", "created_at").values_list(
+        "submission_id", "submission__model_name", "submission__kind", "status")[:SCORING_SHOWN + 1])
+    count = len(rows) if len(rows) <= SCORING_SHOWN else live.count()
+    entries = tuple({"id": pk, "model_name": name, "baseline": kind == Submission.Kind.BASELINE, "status": status}
+                    for pk, name, kind, status in rows[:SCORING_SHOWN])
+    return BeingScored(count, entries)

@@ -20,7 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from leaderboard import charts, exports, ranking
+from leaderboard import charts, exports, ranking, submissions
 from leaderboard.cache import get_generation
 from leaderboard.models.tasks import Split
 
@@ -32,6 +32,7 @@ COLUMNS = (  # (sort key, heading, numeric)
 HIDDEN_ON_PHONES = {"organisation", "low_level", "high_level", "n_tasks", "date"}
 SPLIT_LABELS = {"test": "Test split (held out)", "dev": "Dev split (public)"}
 METRICS = ("final", "ifs", "vfs")
+RELOAD_SECONDS = 20  # an empty view whose first entries are being scored reloads itself this often
 
 
 SORTS = {
@@ -85,23 +86,31 @@ def home(request):
     """The leaderboard of a split under one protocol (default: test split, iwr-det).
 
     Everything below the site header is the same for every reader, so it is rendered once per
-    view, ordering, page and generation, and served from the cache until the next scoring.
+    view, ordering, page, generation and set of entries being scored, and served from the cache
+    until the next scoring. While a view has no entry yet but some are being scored (the baselines,
+    right after the site's first start), the page says so and reloads itself until they are done.
     """
     query, error = _query_or_error(request)
     if error:
         return error
     sort, descending = parse_sort(request.GET)
     body = page_body(query, sort, descending, (request.GET.get("page") or "1")[:6])
-    return render(request, "leaderboard/rankings/leaderboard.html", {"body": body})
+    return render(request, "leaderboard/rankings/leaderboard.html",
+                  {"body": body["html"], "reload_seconds": RELOAD_SECONDS if body["waiting"] else None})
 
 
-def page_body(query: ranking.Query, sort: str = "rank", descending: bool = True, number: str = "1") -> str:
-    """The leaderboard page below the header for one view, ordering and page (cached per generation)."""
-    key = f"lb:v{ranking.CACHE_FORMAT}:{get_generation()}:page:{query.key()}:{sort}:{int(descending)}:{number}"
+def page_body(query: ranking.Query, sort: str = "rank", descending: bool = True, number: str = "1") -> dict:
+    """The leaderboard page below the header for one view, ordering and page (cached per generation):
+    ``html``, and ``waiting`` (no entry to show yet, but some are being scored)."""
+    scoring = submissions.being_scored(query.split, query.protocol)
+    key = (f"lb:v{ranking.CACHE_FORMAT}:{get_generation()}:page:{query.key()}:{sort}:{int(descending)}:{number}"
+           f":scoring:{scoring.signature()}")
     body = cache.get(key)
     if body is None:
         board = ranking.leaderboard(query)
-        body = render_to_string("leaderboard/rankings/_board.html", _board_context(board, sort, descending, number))
+        context = {**_board_context(board, sort, descending, number), "scoring": scoring}
+        body = {"html": render_to_string("leaderboard/rankings/_board.html", context),
+                "waiting": bool(scoring.count and not board.entries)}
         cache.set(key, body, ranking.CACHE_SECONDS)
     return body
 

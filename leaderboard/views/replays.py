@@ -6,7 +6,11 @@ Who sees what:
 - a task's ground truth (action descriptions, assertions, the element the judge chose,
   reference checkpoints, step evidence) is *revealed* only for dev-split tasks or to staff;
   for test-split tasks readers see whether each step passed, the submitted page's own
-  screenshots and replay video, and the task's public video.
+  screenshots and replay video, and the task's public video;
+- the submitted page's own screenshots and replay video are hidden too (from all but staff) when
+  the submission's pages are themselves ground truth: the baselines of a held-out split, built
+  from its reference pages (:func:`leaderboard.submissions.reveals_ground_truth`, the rule the
+  live previews follow). Readers then see scores and whether each step passed.
 
 Artifacts (``ARTIFACTS_ROOT/<evaluation>/tasks/<key>/``) are served only through
 :func:`replay_file`, which knows a short list of file names and nothing else.
@@ -54,9 +58,13 @@ def visible_evaluation(request, evaluation_id: int) -> Evaluation:
 
 def visible_result(request, evaluation_id: int, key: str) -> tuple[Evaluation, TaskResult]:
     evaluation = visible_evaluation(request, evaluation_id)
-    result = get_object_or_404(TaskResult.objects.select_related("task", "task__task_set"),
-                               evaluation=evaluation, task__key=key)
-    return evaluation, result
+    return evaluation, task_result(evaluation, key)
+
+
+def task_result(evaluation: Evaluation, key: str) -> TaskResult:
+    """The result of task ``key`` in an evaluation the reader may see, else 404."""
+    return get_object_or_404(TaskResult.objects.select_related("task", "task__task_set"),
+                             evaluation=evaluation, task__key=key)
 
 
 def reveals(user, task: Task) -> bool:
@@ -106,11 +114,12 @@ def task_rows(evaluation: Evaluation, user) -> list[dict]:
     return rows
 
 
-def step_views(evaluation: Evaluation, result: TaskResult, reveal: bool) -> list[dict]:
+def step_views(evaluation: Evaluation, result: TaskResult, reveal: bool, *, pages: bool) -> list[dict]:
     """The replay's timeline: every recorded step, then the actions never reached.
 
     ``time`` is where the step ends in the replay video, in seconds (the recording starts
-    with the page load and the steps follow one another, so elapsed times add up).
+    with the page load and the steps follow one another, so elapsed times add up). Screenshots
+    of the submitted page are linked only when ``pages`` (:func:`leaderboard.submissions.shows_pages`).
     """
     actions = (result.task.record or {}).get("action_sequence") or []
     views, elapsed_ms, seen = [], 0, set()
@@ -120,7 +129,7 @@ def step_views(evaluation: Evaluation, result: TaskResult, reveal: bool) -> list
             continue
         seen.add(index)
         elapsed_ms += max(0, _int(step.get("elapsed_ms")) or 0)
-        view = _step_base(evaluation, result, step, index, elapsed_ms)
+        view = _step_base(evaluation, result, step, index, elapsed_ms, pages)
         if reveal:
             view.update(_step_detail(evaluation, result, step, index, actions))
         views.append(view)
@@ -139,9 +148,11 @@ def _int(value) -> int | None:
         return None
 
 
-def _step_base(evaluation: Evaluation, result: TaskResult, step: dict, index: int, elapsed_ms: int) -> dict:
+def _step_base(evaluation: Evaluation, result: TaskResult, step: dict, index: int, elapsed_ms: int,
+               pages: bool) -> dict:
     shot = step.get("screenshot")
-    has_shot = isinstance(shot, str) and SHOT_NAME.match(shot) and _artifact(evaluation, result.task.key, shot)
+    has_shot = (pages and isinstance(shot, str) and SHOT_NAME.match(shot)
+                and _artifact(evaluation, result.task.key, shot))
     video_ms = _int(step.get("video_ms"))
     return {
         "index": index, "label": "Page load" if index == 0 else f"Step {index}",
@@ -242,11 +253,11 @@ def _file_url(evaluation: Evaluation, key: str, name: str) -> str:
     return reverse("replay-file", args=[evaluation.pk, key, name])
 
 
-def file_path(evaluation: Evaluation, result: TaskResult, name: str, reveal: bool) -> Path | None:
-    """The file behind a replay URL, or None: the replay video, the generated screenshots, the
-    task's public video and (revealed readers only) the reference checkpoints."""
+def file_path(evaluation: Evaluation, result: TaskResult, name: str, reveal: bool, pages: bool) -> Path | None:
+    """The file behind a replay URL, or None: the replay video and the generated screenshots (when
+    the reader ``pages``), the task's public video and (revealed readers only) the reference checkpoints."""
     if name == REPLAY_VIDEO or SHOT_NAME.match(name):
-        return _artifact(evaluation, result.task.key, name)
+        return _artifact(evaluation, result.task.key, name) if pages else None
     if name == REFERENCE_VIDEO:
         return _task_video(result.task)
     match = REFERENCE_NAME.match(name)
@@ -258,7 +269,8 @@ def file_path(evaluation: Evaluation, result: TaskResult, name: str, reveal: boo
 @require_GET
 def replay_file(request, evaluation_id: int, key: str, name: str):
     evaluation, result = visible_result(request, evaluation_id, key)
-    path = file_path(evaluation, result, name, reveals(request.user, result.task))
+    path = file_path(evaluation, result, name, reveals(request.user, result.task),
+                     submissions.shows_pages(request.user, evaluation.submission))
     if path is None:
         raise Http404("No such file.")
     response = ranged_file_response(request, path)
@@ -388,7 +400,7 @@ def replay(request, evaluation_id: int, key: str):
     reveal = reveals(request.user, result.task)
     return render(request, "leaderboard/replays/replay.html", {
         "evaluation": evaluation, "submission": evaluation.submission, "result": result, "task": result.task,
-        "reveal": reveal, "players": [_player(evaluation, result, reveal, evaluation.submission.model_name)],
+        "reveal": reveal, "players": [_player(request, evaluation, result, reveal, evaluation.submission.model_name)],
         "reference_video": _reference_video(evaluation, result),
         "scores": {name: ranking.percent(getattr(result, name)) for name in SCORES},
         "reason": failure_reason(result, reveal),
@@ -396,10 +408,11 @@ def replay(request, evaluation_id: int, key: str):
     })
 
 
-def _player(evaluation: Evaluation, result: TaskResult, reveal: bool, label: str) -> dict:
-    video = _artifact(evaluation, result.task.key, REPLAY_VIDEO)
-    steps = step_views(evaluation, result, reveal)
-    return {"label": label, "evaluation": evaluation, "result": result,
+def _player(request, evaluation: Evaluation, result: TaskResult, reveal: bool, label: str) -> dict:
+    pages = submissions.shows_pages(request.user, evaluation.submission)
+    video = pages and _artifact(evaluation, result.task.key, REPLAY_VIDEO)
+    steps = step_views(evaluation, result, reveal, pages=pages)
+    return {"label": label, "evaluation": evaluation, "result": result, "pages_hidden": not pages,
             "video": _file_url(evaluation, result.task.key, REPLAY_VIDEO) if video else None,
             "poster": steps[0]["screenshot"] if steps else None, "steps": steps,
             "final": ranking.percent(result.final), "reason": failure_reason(result, reveal)}
@@ -522,12 +535,11 @@ def compare_replay(request, a: int, b: int, key: str):
         first, second = _pair(request, a, b)
     except NotComparable as exc:
         return render(request, "leaderboard/replays/compare_form.html", {"message": str(exc)}, status=400)
-    _, result_a = visible_result(request, first.pk, key)
-    _, result_b = visible_result(request, second.pk, key)
+    result_a, result_b = task_result(first, key), task_result(second, key)
     reveal = reveals(request.user, result_a.task)
     return render(request, "leaderboard/replays/compare_replay.html", {
         "a": first, "b": second, "task": result_a.task, "reveal": reveal,
         "reference_video": _reference_video(first, result_a),
-        "players": [_player(first, result_a, reveal, f"A: {first.submission.model_name}"),
-                    _player(second, result_b, reveal, f"B: {second.submission.model_name}")],
+        "players": [_player(request, first, result_a, reveal, f"A: {first.submission.model_name}"),
+                    _player(request, second, result_b, reveal, f"B: {second.submission.model_name}")],
     })

@@ -1,8 +1,9 @@
 /* Replay pages: every video of a [data-replay] block shares one play/pause button and one
  * seek bar (positions are fractions of each video's length, since the task's recording and
- * the evaluator's replay have different durations). Clicking a step on a timeline shows
- * that step's panel and moves the videos to it. Without this script every step panel is
- * simply shown one after another. */
+ * the evaluator's replay have different durations); a video moved any other way (its own
+ * controls, picture-in-picture, a script) takes the others along to the same fraction.
+ * Clicking a step on a timeline shows that step's panel and moves the videos to it. Without
+ * this script every step panel is simply shown one after another. */
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -20,7 +21,7 @@
     this.play = root.querySelector("[data-play]");
     this.seek = root.querySelector("[data-seek]");
     this.time = root.querySelector("[data-time]");
-    this.seeking = false;
+    this.moved = new Set();  // videos these controls are seeking: their "seeked" must not move the others back
     if (this.videos.length && this.controls) this.setUpControls();
     this.setUpTimelines();
   }
@@ -44,7 +45,24 @@
       video.addEventListener("timeupdate", function () { self.showTime(); });
       video.addEventListener("loadedmetadata", function () { self.showTime(); });
       video.addEventListener("ended", function () { if (!self.playing()) self.label(false); });
+      video.addEventListener("seeked", function () { self.follow(video); });
     });
+  };
+
+  Replay.prototype.move = function (video, time) {
+    if (!video.duration) return;
+    this.moved.add(video);
+    video.currentTime = Math.min(video.duration, Math.max(0, time));
+  };
+
+  /* After a seek these controls did not make, put every other video at the same fraction. */
+  Replay.prototype.follow = function (leader) {
+    if (this.moved.delete(leader) || !leader.duration) return;
+    var self = this, fraction = leader.currentTime / leader.duration;
+    this.videos.forEach(function (video) {
+      if (video !== leader) self.move(video, fraction * video.duration);
+    });
+    this.showTime();
   };
 
   Replay.prototype.label = function (playing) {
@@ -67,9 +85,8 @@
   };
 
   Replay.prototype.seekTo = function (fraction) {
-    this.videos.forEach(function (video) {
-      if (video.duration) video.currentTime = Math.min(video.duration, Math.max(0, fraction * video.duration));
-    });
+    var self = this;
+    this.videos.forEach(function (video) { self.move(video, fraction * video.duration); });
     this.showTime();
   };
 
@@ -119,9 +136,9 @@
       var player = video.getAttribute("data-player");
       var time = player === null ? NaN : self.stepTime(player, index);
       if (!isNaN(time)) {  // a replay: the moment this step's screenshot was taken
-        video.currentTime = Math.min(video.duration, Math.max(0, time - 0.05));
+        self.move(video, time - 0.05);
       } else if (!isNaN(index)) {  // the task's recording: the same share of the task (approximate)
-        video.currentTime = Math.min(video.duration, (index / total) * video.duration);
+        self.move(video, (index / total) * video.duration);
       }
     });
     if (this.play) this.label(false);

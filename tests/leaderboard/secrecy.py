@@ -28,6 +28,7 @@ import json
 import re
 import zipfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -84,6 +85,18 @@ def add_file_secrets(secrets: Secrets, task: Task) -> None:
                 text = json.loads(data).get("text") if data.strip().startswith(b"{") else None
                 if isinstance(text, str) and len(text) >= MIN_SECRET_LENGTH:
                     secrets.texts.add(text)
+
+
+def add_page_artifacts(secrets: Secrets, evaluation) -> None:
+    """The recorded screenshots and replay video of an evaluation whose pages are ground truth (a
+    held-out split's reference baseline): their bytes, and any link to them, count as leaks."""
+    from django.conf import settings
+
+    folder = Path(settings.ARTIFACTS_ROOT) / evaluation.artifacts_dir / "tasks"
+    for path in sorted(folder.glob("*/*")):
+        if path.name == "replay.mp4" or path.suffix == ".png":
+            secrets.blobs[f"evaluation {evaluation.pk}: {path.relative_to(folder)}"] = path.read_bytes()
+            secrets.url_parts.add(f"/results/{evaluation.pk}/tasks/{path.parent.name}/files/{path.name}")
 
 
 def find_leaks(body: bytes, secrets: Secrets) -> list[str]:

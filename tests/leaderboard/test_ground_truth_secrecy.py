@@ -125,3 +125,68 @@ def test_submission_pages_progress_and_previews_keep_ground_truth_secret(reader,
     staff_page = logged_in(Client(), staff).get(f"/submissions/{baseline}/").content.decode()
     link = staff_page.split('id="preview-open" href="', 1)[1].split('"', 1)[0]
     assert secrecy.find_leaks(Client().get(link).content, secrets)
+
+
+@pytest.fixture
+def reference_baseline(imported_sample, settings, tmp_path):
+    """The test split's "Reference pages (upper bound)" baseline, scored, with its artifacts on disk: each
+    step's screenshot is the task's reference checkpoint (what a perfect page renders), plus a replay video."""
+    from leaderboard.models import Submission
+    from tests.leaderboard.factories import make_entry
+
+    settings.ARTIFACTS_ROOT = tmp_path / "artifacts"
+    held_out = [task for task in imported_sample if task.split == "test"]
+    evaluation = make_entry(None, kind=Submission.Kind.BASELINE, model_name="Reference pages (upper bound)",
+                            tasks=held_out, finals=[0.97, 0.95], evaluation_fields={"artifacts_dir": "ref"})
+    for result in evaluation.task_results.select_related("task"):
+        folder = settings.ARTIFACTS_ROOT / "ref" / "tasks" / result.task.key
+        folder.mkdir(parents=True)
+        result.steps = []
+        for index in range(result.task.n_actions + 1):
+            (folder / f"step_{index}.png").write_bytes(
+                (result.task.files_path / "checkpoints" / f"step_{index}.png").read_bytes())
+            result.steps.append({"index": index, "passed": True, "screenshot": f"step_{index}.png",
+                                 "elapsed_ms": 500})
+        (folder / "replay.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 reference replay of " + result.task.key.encode())
+        result.steps_passed = result.steps_total = result.task.n_actions
+        result.save()
+    return evaluation
+
+
+@pytest.mark.parametrize("reader", ["anonymous", "outsider"], indirect=True)
+def test_the_reference_baselines_screenshots_and_replays_stay_with_staff(reader, reference_baseline):
+    """A held-out split's reference baseline shows its scores and passed/failed per step, never its pages'
+    screenshots, replay video or preview (they are near-copies of the reference checkpoints)."""
+    secrets = secrecy.held_out_secrets()
+    secrecy.add_page_artifacts(secrets, reference_baseline)
+    start = [*secrecy.start_urls(), f"/submissions/{reference_baseline.submission_id}/",
+             *(f"/results/{reference_baseline.pk}/tasks/{key}/files/{name}"
+               for key in ("201", "202") for name in ("replay.mp4", "step_1.png"))]
+    visited = secrecy.crawl(reader, start, secrets)
+    replay = f"/results/{reference_baseline.pk}/tasks/201/"
+    assert replay in visited and f"/results/{reference_baseline.pk}/" in visited
+    page = reader.get(replay).content.decode()
+    assert "Reference pages (upper bound)" in page and "97.00" in page and page.count('class="badge pass">passed') == 3
+    assert "shown to maintainers only" in page
+
+
+def test_the_crawl_catches_a_reference_baseline_showing_its_replay(client, reference_baseline, monkeypatch):
+    """Were the baseline's artifacts served like any submission's, the crawl would name the screenshot and video."""
+    from leaderboard import submissions
+
+    monkeypatch.setattr(submissions, "reveals_ground_truth", lambda submission: False)
+    secrets = secrecy.held_out_secrets()
+    secrecy.add_page_artifacts(secrets, reference_baseline)
+    with pytest.raises(AssertionError) as failure:
+        secrecy.crawl(client, [f"/results/{reference_baseline.pk}/tasks/201/"], secrets)
+    message = str(failure.value)
+    assert "201/checkpoints/step_1.png" in message and "201/replay.mp4" in message
+
+
+def test_staff_see_the_reference_baselines_screenshots_and_replay(client, staff, reference_baseline):
+    """Maintainers still get every artifact of the baseline."""
+    logged_in(client, staff)
+    page = client.get(f"/results/{reference_baseline.pk}/tasks/201/").content.decode()
+    base = f"/results/{reference_baseline.pk}/tasks/201/files/"
+    assert f"{base}replay.mp4" in page and f"{base}step_1.png" in page
+    assert client.get(f"{base}step_1.png").status_code == 200 and client.get(f"{base}replay.mp4").status_code == 200

@@ -118,11 +118,11 @@ def test_a_bad_view_parameter_gets_a_clear_400_page(client):
 
 @pytest.mark.parametrize("n_models", [3, 30])
 def test_the_home_page_costs_a_constant_number_of_queries(client, owner, n_models, django_assert_max_num_queries):
-    """Cold, the board costs five queries (chosen entries, their fields, task results, flagged, protocols)
-    plus the session's two, whatever its size; warm, only the session's."""
+    """Cold, the board costs five queries (chosen entries, their fields, task results, flagged, protocols),
+    one for the entries being scored, plus the session's two, whatever its size; warm, only the session's."""
     populate(n_models)
     logged_in(client, owner)
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         assert client.get("/").status_code == 200
     with django_assert_max_num_queries(2):  # session + user
         assert client.get("/").status_code == 200
@@ -146,6 +146,78 @@ def test_flagged_entries_leave_the_ranking_but_stay_reachable_with_their_reason(
     assert "bundle copied the references" in body and f"/results/{flagged.pk}/" in body
     results = text(client.get(f"/results/{flagged.pk}/"))
     assert "Flagged by the maintainers" in results and "bundle copied the references" in results
+
+
+# --------------------------------------------------------------------------- entries being scored
+
+
+def queue_baselines_like_the_first_run(split: str = "test") -> list[Submission]:
+    """The three baseline rows of a split, queued as `scripts/run.sh` leaves them while the worker scores them."""
+    from tests.leaderboard.factories import make_queued_evaluation, make_submission
+
+    made = []
+    for name in ("Reference pages (upper bound)", "Scripts-stripped snapshot", "Empty page (lower bound)"):
+        submission = make_submission(None, kind=Submission.Kind.BASELINE, model_name=name, split=split)
+        make_queued_evaluation(submission)
+        made.append(submission)
+    return made
+
+
+def test_an_empty_view_says_which_entries_are_being_scored_and_reloads(client, owner,
+                                                                      django_capture_on_commit_callbacks):
+    """Right after the first start, the board names the baselines being scored (linking their progress) and
+    reloads itself, instead of saying there is nothing; private and other splits' entries are not counted."""
+    from tests.leaderboard.factories import make_queued_evaluation, make_submission
+
+    assert "No scored entries in this view yet" in text(client.get("/"))
+    with django_capture_on_commit_callbacks(execute=True):
+        baselines = queue_baselines_like_the_first_run()
+        make_queued_evaluation(make_submission(owner, model_name="private one", split="test", public=False))
+        make_queued_evaluation(make_submission(owner, model_name="on dev", split="dev"))
+    Evaluation.objects.filter(submission=baselines[0]).update(status=Evaluation.Status.RUNNING)
+    cache.clear()  # the worker's claim does not clear the note: it is cached for a few seconds
+    body = text(client.get("/"))
+    assert "No scored entries in this view yet" not in body
+    assert "3 entries are being scored now.</strong>\nThe evaluator's baselines of this split: <a" in body
+    assert f'<a href="/submissions/{baselines[0].pk}/">Reference pages (upper bound)</a> ' \
+           '<span class="muted small">(running)</span>' in body
+    assert all(f"/submissions/{b.pk}/" in body for b in baselines)
+    assert "private one" not in body and "on dev" not in body
+    assert '<meta http-equiv="refresh" content="20">' in body
+    dev = text(client.get("/?split=dev"))
+    assert "1 entry is being scored now.</strong>\n<a" in dev and "on dev" in dev
+
+
+def test_a_new_submission_shows_at_once_and_the_note_leaves_when_scores_arrive(client, owner,
+                                                                              django_capture_on_commit_callbacks):
+    """Queuing clears the cached note; once scored (the generation moves) the entries replace it."""
+    from django.utils import timezone
+
+    assert "being scored now" not in text(client.get("/"))
+    with django_capture_on_commit_callbacks(execute=True):
+        baselines = queue_baselines_like_the_first_run()
+    assert "3 entries are being scored now" in text(client.get("/"))
+    Evaluation.objects.filter(submission__in=baselines).update(
+        status=Evaluation.Status.SCORED, finished_at=timezone.now(), final=0.5, ifs=0.5, vfs=0.5)
+    bump_generation()
+    body = text(client.get("/"))
+    assert "being scored now" not in body and "http-equiv" not in body
+    assert set(row_models(client.get("/"))) == {b.model_name for b in baselines}
+
+
+def test_a_populated_view_mentions_entries_being_scored_above_its_table_without_reloading(
+        client, owner, django_capture_on_commit_callbacks):
+    """With ranked rows, pending entries get a one-line note and the page does not reload itself."""
+    from tests.leaderboard.factories import make_queued_evaluation, make_submission
+
+    populate(2)
+    with django_capture_on_commit_callbacks(execute=True):
+        for index in range(7):
+            make_queued_evaluation(make_submission(make_user(), model_name=f"pending-{index}", split="test"))
+    body = text(client.get("/"))
+    assert "7 entries are being scored now.</strong>\n<a" in body and "and 2 more." in body
+    assert "They join this table once scored." in body and "http-equiv" not in body
+    assert len(row_models(client.get("/"))) == 3
 
 
 def test_the_categories_page_tabulates_every_axis(client):

@@ -194,7 +194,7 @@ def test_the_timeline_lists_recorded_steps_then_steps_never_reached(scored):
     evaluation = scored["public-dev"]
     result = evaluation.task_results.select_related("task").get(task__key="dev-b")
     result.steps_total = 3
-    steps = replays.step_views(evaluation, result, reveal=False)
+    steps = replays.step_views(evaluation, result, reveal=False, pages=True)
     assert [(s["label"], s["status"], s["time"]) for s in steps] == [
         ("Page load", "pass", 1.2), ("Step 1", "fail", 2.0), ("Step 2", "skipped", None), ("Step 3", "skipped", None)]
     assert "description" not in steps[1] and "reason" not in steps[1]
@@ -241,3 +241,21 @@ def test_comparing_across_splits_or_with_bad_input_is_explained(client, scored):
     assert redirect.status_code == 302 and redirect["Location"] == f"/compare/{a.pk}/{scored['other-test'].pk}/"
     assert client.get(f"/compare/?e={a.pk}").status_code == 400
     assert client.get("/compare/").status_code == 200
+
+
+@pytest.mark.parametrize(("kind", "split", "hidden"), [("baseline", "test", True), ("baseline", "dev", False),
+                                                      ("bundle", "test", False)])
+def test_one_rule_keeps_held_out_baselines_pages_from_replays_and_previews(kind, split, hidden, staff, outsider):
+    """A held-out split's baseline shows no screenshot, replay video or preview to anyone but staff; others' pages,
+    and the dev split's baselines, are shown to whoever may open them."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from leaderboard import previews, submissions
+    from tests.leaderboard.factories import make_submission
+
+    submission = make_submission(None, kind=kind, split=split, bundle="bundles/x.zip")
+    assert submissions.reveals_ground_truth(submission) is hidden
+    for reader in (AnonymousUser(), outsider):
+        assert submissions.shows_pages(reader, submission) is not hidden
+        assert previews.allowed(submission, previews.audience(reader, submission)) is not hidden
+    assert submissions.shows_pages(staff, submission) and previews.allowed(submission, previews.STAFF)
