@@ -1,4 +1,8 @@
-"""System checks of the site's configuration (``manage.py check``, and before migrate and runserver)."""
+"""Deployment checks of the site's configuration (``manage.py check --deploy``).
+
+They run only with ``--deploy`` so a local demo (scripts/run.sh) stays quiet; docker/web-entrypoint.sh
+runs them when the web container starts.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from django.conf import settings
 from django.core import checks
 
 
-@checks.register(checks.Tags.security)
+@checks.register(checks.Tags.security, deploy=True)
 def preview_origin_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """In production, previews of submitted pages should come from a host of their own."""
     if getattr(settings, "IWR_ENV", "") != "production" or settings.PREVIEW_ORIGIN:

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 
 def preview_warnings() -> list[checks.CheckMessage]:
-    return [message for message in checks.run_checks() if message.id == "leaderboard.W001"]
+    return [message for message in checks.run_checks(include_deployment_checks=True) if message.id == "leaderboard.W001"]
 
 
 def test_production_without_a_preview_host_is_warned(settings):
@@ -29,7 +29,13 @@ def test_a_preview_host_or_another_environment_is_not_warned(settings, env, orig
 
 
 def test_manage_py_check_prints_the_warning_without_failing(settings, capsys):
-    """`manage.py check` lists the warning under its id and still succeeds."""
+    """`manage.py check --deploy` lists the warning under its id and still succeeds."""
     settings.IWR_ENV, settings.PREVIEW_ORIGIN = "production", ""
-    call_command("check")
+    call_command("check", deploy=True)
     assert "(leaderboard.W001) Live previews of submitted pages" in capsys.readouterr().err
+
+
+def test_plain_check_stays_quiet_for_a_local_run(settings):
+    """Without --deploy (migrate, runserver, scripts/run.sh) the preview-host warning is not raised."""
+    settings.IWR_ENV, settings.PREVIEW_ORIGIN = "production", ""
+    assert [m for m in checks.run_checks() if m.id == "leaderboard.W001"] == []
