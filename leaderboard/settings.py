@@ -266,7 +266,7 @@ CACHES = {
 }
 
 # ---------------------------------------------------------------------------------------
-# Leaderboard pages, exports and API (owner: leaderboard; leaderboard/ranking.py).
+# Leaderboard pages, exports and API (owner: leaderboard; leaderboard/ranking/).
 # ---------------------------------------------------------------------------------------
 # Which of a researcher's scored submissions of one model represents it on the board:
 # "best" (highest Final) or "latest" (most recently scored).

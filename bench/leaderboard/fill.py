@@ -56,10 +56,11 @@ def reset() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from leaderboard.models import TaskSet
+    from leaderboard.models import Task, TaskSet
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE leaderboard_taskresult, leaderboard_evaluation, leaderboard_submission CASCADE")
+    Task.objects.all().delete()  # a task set protects its tasks: they go first
     TaskSet.objects.all().delete()
     get_user_model().objects.filter(username__startswith="researcher").delete()
 
@@ -120,11 +121,14 @@ RESULT_COLUMNS = ["evaluation_id", "task_id", "ifs", "vfs", "final", "low_level"
 
 
 def make_submissions(args, rng, users: list, tasks: list) -> dict[int, tuple]:
-    """Submissions and their scored evaluations; returns evaluation id -> (finals, ifs, vfs) per task."""
+    """Submissions and their scored evaluations (per-task Finals packed, as the pipeline stores them);
+    returns evaluation id -> (finals, ifs, vfs) per task."""
     from evaluator.protocols import get_protocol
     from leaderboard.models import Evaluation, Submission
+    from leaderboard.models.submissions import pack_task_finals
 
     protocol = get_protocol("iwr-det").full_name
+    task_ids = [task.pk for task in tasks]
     start = datetime(2026, 1, 1, tzinfo=UTC)
     skill = rng.uniform(0.05, 0.8, size=(len(users), 2))
     submissions, evaluations, per_task = [], [], []
@@ -141,6 +145,7 @@ def make_submissions(args, rng, users: list, tasks: list) -> dict[int, tuple]:
                                 status=Evaluation.Status.SCORED, created_at=created, started_at=created,
                                 finished_at=created + timedelta(minutes=3), tasks_total=len(tasks),
                                 tasks_done=len(tasks), n_tasks=len(tasks), summary=summary_of(finals, ifs, vfs, tasks),
+                                task_finals=pack_task_finals(zip(task_ids, finals.tolist(), strict=True)),
                                 **stats(finals, ifs, vfs)))
         per_task.append((finals, ifs, vfs))
     Submission.objects.bulk_create(submissions, batch_size=2000)

@@ -6,10 +6,11 @@ Four conditions per path:
   keep-alive connections send ``--warm`` requests in all;
 - bumped: the leaderboard generation is bumped before every request (as when a submission of
   another split or protocol is scored): the page is rebuilt from the database, while what
-  depends only on the board's entries (rank ranges, per-task results) stays cached;
-- new-entry: before every request a new submission (113 task results) is scored onto the
-  board and the generation bumped, as the pipeline does: the board, its rank ranges (a
-  paired bootstrap over every entry) and the page are all recomputed;
+  depends only on the board's entries (its rank ranges) stays cached;
+- new-entry: before every request a new submission (113 task results, its per-task Finals
+  packed on the evaluation) is scored onto the board and the generation bumped, as the
+  pipeline does: the board, its rank ranges (a paired bootstrap over every entry) and the
+  page are all recomputed;
 - empty: the whole cache is cleared before every request (a fresh cache server).
 
 The cold conditions use one client. This process changes the database and bumps the
@@ -104,6 +105,7 @@ def score_new_entry() -> None:
     from evaluator.protocols import get_protocol
     from leaderboard.cache import bump_generation
     from leaderboard.models import Evaluation, Submission, Task, TaskResult
+    from leaderboard.models.submissions import stored_task_finals
 
     tasks = list(Task.objects.filter(split="test").values_list("pk", flat=True))
     owner_id = Submission.objects.filter(owner__isnull=False).values_list("owner_id", flat=True).first()
@@ -118,6 +120,7 @@ def score_new_entry() -> None:
     TaskResult.objects.bulk_create(
         TaskResult(evaluation=evaluation, task_id=task, ifs=value, vfs=value, final=value, low_level=value,
                    high_level=value, steps_passed=1, steps_total=9) for task, value in zip(tasks, finals, strict=True))
+    Evaluation.objects.filter(pk=evaluation.pk).update(task_finals=stored_task_finals(evaluation.pk))
     bump_generation()
 
 

@@ -13,6 +13,7 @@ itself (reference pages, scripts-stripped snapshots, empty pages).
 
 from __future__ import annotations
 
+import numpy as np
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -127,6 +128,10 @@ class Evaluation(models.Model):
     vfs_ci_high = models.FloatField(null=True, blank=True)
     n_tasks = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="results.json summary, incl. by_category.")
+    # Every task's Final packed once when the evaluation is scored (see pack_task_finals): the
+    # rank-range bootstrap reads one small value per entry instead of a row per task.
+    task_finals = models.BinaryField(null=True, blank=True, editable=False,
+                                     help_text="Per-task Final, packed; null until scored.")
     artifacts_dir = models.CharField(max_length=500, blank=True, help_text="Folder under ARTIFACTS_ROOT.")
 
     class Meta:
@@ -142,6 +147,31 @@ class Evaluation(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.SCORED, self.Status.FAILED, self.Status.CANCELLED}
+
+
+TASK_FINALS_DTYPE = np.dtype([("task", "<i8"), ("final", "<f8")])
+
+
+def pack_task_finals(pairs) -> bytes:
+    """(task id, Final) pairs as stored in ``Evaluation.task_finals``: little-endian records sorted
+    by task id; no results pack to empty bytes (null means "not packed yet")."""
+    records = np.array(sorted(pairs), dtype=TASK_FINALS_DTYPE)
+    return records.tobytes()
+
+
+def unpack_task_finals(packed) -> tuple[np.ndarray, np.ndarray] | None:
+    """(task ids, Finals) from :func:`pack_task_finals`'s bytes; None when the evaluation has no results."""
+    if not packed:
+        return None
+    records = np.frombuffer(bytes(packed), dtype=TASK_FINALS_DTYPE)
+    return records["task"].astype(np.int64), records["final"].astype(np.float64)
+
+
+def stored_task_finals(evaluation_id: int) -> bytes:
+    """The packed per-task Finals of an evaluation, read from its stored task results (one query);
+    the pipeline saves this on the evaluation when it scores it."""
+    rows = TaskResult.objects.filter(evaluation_id=evaluation_id).order_by().values_list("task_id", "final")
+    return pack_task_finals(rows)
 
 
 class TaskResult(models.Model):

@@ -14,10 +14,10 @@ from evaluator import scoring
 from leaderboard import ranking
 from leaderboard.cache import bump_generation
 from leaderboard.models import Evaluation, Submission
-from leaderboard.models.submissions import PAPER_PROTOCOL
+from leaderboard.models.submissions import PAPER_PROTOCOL, pack_task_finals, stored_task_finals, unpack_task_finals
 from leaderboard.views.rankings import parse_sort, sorted_entries
 from tests.leaderboard.base import make_user
-from tests.leaderboard.factories import make_entry, make_task, make_task_set
+from tests.leaderboard.factories import make_entry, make_evaluation, make_submission, make_task, make_task_set
 
 pytestmark = pytest.mark.django_db
 
@@ -242,17 +242,68 @@ def test_the_board_is_cached_until_the_generation_moves(owner, django_assert_num
     assert names(ranking.leaderboard(query).entries) == ["second", "first"]
 
 
-def test_per_task_finals_are_read_once_per_evaluation(tasks, django_assert_num_queries):
-    """Task results of scored evaluations are cached across generations."""
-    evaluation = make_entry(make_user(), tasks=tasks, finals=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
-    stamps = {evaluation.pk: "1"}
-    first = ranking.task_vectors(stamps)
-    with django_assert_num_queries(0):
-        again = ranking.task_vectors(stamps)
-    assert [list(part) for part in again[evaluation.pk]] == [list(part) for part in first[evaluation.pk]]
-    task_ids, finals = first[evaluation.pk]
+def pack(evaluation: Evaluation) -> None:
+    """Store the evaluation's packed per-task Finals, as the pipeline does when it scores."""
+    Evaluation.objects.filter(pk=evaluation.pk).update(task_finals=stored_task_finals(evaluation.pk))
+
+
+def test_per_task_finals_are_packed_once_and_read_in_one_query(tasks, django_assert_num_queries):
+    """A packed evaluation's per-task Finals come from one query; an unpacked one's from its task results."""
+    packed = make_entry(make_user(), tasks=tasks, finals=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    pack(packed)
+    unpacked = make_entry(make_user(), tasks=tasks, finals=[0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+    with django_assert_num_queries(1):
+        only_packed = ranking.task_vectors([packed.pk])
+    with django_assert_num_queries(2):
+        both = ranking.task_vectors([packed.pk, unpacked.pk])
+    task_ids, finals = only_packed[packed.pk]
     assert list(task_ids) == sorted(task.pk for task in tasks)
     assert list(finals) == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    assert [list(part) for part in both[packed.pk]] == [list(task_ids), list(finals)]
+    assert list(both[unpacked.pk][1]) == [0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+
+
+def test_packing_round_trips_and_marks_evaluations_without_results():
+    """Packed Finals come back exactly, sorted by task id; no results pack to empty bytes, read as None."""
+    packed = pack_task_finals([(9, 0.123456789012345), (2, 1 / 3), (5, 0.0)])
+    task_ids, finals = unpack_task_finals(packed)
+    assert task_ids.tolist() == [2, 5, 9] and finals.tolist() == [1 / 3, 0.0, 0.123456789012345]
+    assert pack_task_finals([]) == b"" and unpack_task_finals(b"") is None
+
+
+def test_the_migration_packs_evaluations_scored_before_it(tasks):
+    """Evaluations stored without packed Finals get them from their task results; ones without results
+    pack to empty bytes."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("leaderboard.migrations.0003_evaluation_task_finals")
+    with_results = make_entry(make_user(), tasks=tasks, finals=[0.3, 0.1, 0.2, 0.6, 0.5, 0.4])
+    without = make_entry(make_user(), final=0.2)
+    migration.pack_existing(apps, None)
+    with_results.refresh_from_db()
+    without.refresh_from_db()
+    assert bytes(with_results.task_finals) == stored_task_finals(with_results.pk)
+    assert unpack_task_finals(with_results.task_finals)[1].tolist() == [0.3, 0.1, 0.2, 0.6, 0.5, 0.4]
+    assert bytes(without.task_finals) == b""
+
+
+def test_the_pipeline_packs_the_stored_finals_when_it_scores(owner):
+    """store_scores saves each task's Final on the evaluation too, exactly as the task results hold it."""
+    from leaderboard import pipeline
+
+    task_set = make_task_set()
+    tasks = {key: make_task(task_set, key=key, split="dev") for key in ("a", "b", "c")}
+    evaluation = make_evaluation(make_submission(owner, split="dev"))
+    token = pipeline.claim(evaluation.pk, "test-node:1")
+    document = {"tasks": {"a": {"final": 0.25, "ifs": 0.2, "vfs": 0.4}, "c": {"final": 0.75, "ifs": 0.7, "vfs": 0.9}},
+                "summary": {"final": 1 / 3, "ifs": 0.3, "vfs": 0.43, "n_tasks": 3}}
+    assert pipeline.store_scores(evaluation, token, document, "", None)
+    evaluation.refresh_from_db()
+    task_ids, finals = unpack_task_finals(evaluation.task_finals)
+    assert task_ids.tolist() == sorted([tasks["a"].pk, tasks["c"].pk]) and finals.tolist() == [0.25, 0.75]
+    assert bytes(evaluation.task_finals) == stored_task_finals(evaluation.pk)
 
 
 def test_sorting_by_a_column_keeps_rank_order_for_equal_values(owner, collaborator, outsider):
@@ -334,20 +385,26 @@ def test_competition_ranks_share_the_better_rank():
     assert ranking.competition_ranks(scores).tolist() == [[2, 2], [1, 2], [2, 1]]
 
 
-def test_a_board_that_gains_an_entry_reads_only_the_newcomers_results(tasks):
-    """Per-task results of a board's entries are kept together: a new entry costs only its own results."""
+def test_a_cold_board_of_packed_entries_reads_no_task_results(tasks):
+    """Entries packed at scoring time give their rank ranges without a task-result row being read;
+    the ranges equal the bootstrap reference and stay cached while the same entries rank."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    for n in range(3):
-        make_entry(make_user(), model_name=f"m{n}", tasks=tasks, finals=[0.1 * n + 0.1 * k for k in range(6)])
-    board()
-    newcomer = make_entry(make_user(), model_name="new", tasks=tasks, finals=[0.5] * 6)
+    for n in range(4):
+        pack(make_entry(make_user(), model_name=f"m{n}", tasks=tasks, finals=[0.1 * n + 0.1 * k for k in range(6)]))
     with CaptureQueriesContext(connection) as queries:
         entries = board().entries
-    reads = [q["sql"] for q in queries.captured_queries if "leaderboard_taskresult" in q["sql"]]
-    assert len(reads) == 1 and f"IN ({newcomer.pk})" in reads[0]
-    assert all(entry.rank_range for entry in entries)
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert not [text for text in sql if "leaderboard_taskresult" in text]
+    assert len([text for text in sql if "task_finals" in text]) == 1
+    matrix = [[r.final for r in Evaluation.objects.get(pk=e.evaluation_id).task_results.order_by("task_id")]
+              for e in entries]
+    assert [e.rank_range for e in entries] == scoring.bootstrap_rank_ranges(matrix, n_resamples=ranking.RANK_RESAMPLES,
+                                                                            seed=ranking.RANK_SEED)
+    with CaptureQueriesContext(connection) as queries:
+        board()  # a new generation, the same entries: the ranges come from the cache
+    assert not [q for q in queries.captured_queries if "task_finals" in q["sql"]]
 
 
 def test_a_breakdown_computes_categories_for_entries_whose_summary_has_none():
@@ -359,3 +416,16 @@ def test_a_breakdown_computes_categories_for_entries_whose_summary_has_none():
     assert names(breakdown.entries) == ["bare"] and breakdown.labels == ["L1", "L4"]
     assert breakdown.scores[0]["L1"]["final"] == pytest.approx(0.3)
     assert breakdown.means["L4"]["final"] == pytest.approx(0.9)
+
+
+def test_the_first_axis_asked_for_caches_all_three(owner, django_assert_num_queries):
+    """A board's summaries are read once for the three axes: the other two then cost no query."""
+    summary = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.2, "vfs": 0.4, "final": 0.26, "n": 1}},
+                               "visual_complexity": {"V2": {"ifs": 0.2, "vfs": 0.4, "final": 0.26, "n": 1}},
+                               "domain": {"news": {"ifs": 0.2, "vfs": 0.4, "final": 0.26, "n": 1}}}}
+    make_entry(owner, model_name="m", final=0.26, evaluation_fields={"summary": summary})
+    current = board()
+    assert ranking.category_breakdown(current, "domain").labels == ["news"]
+    with django_assert_num_queries(0):
+        assert ranking.category_breakdown(current, "visual_complexity").labels == ["V2"]
+        assert ranking.category_breakdown(current, "interaction_complexity").means["L1"]["final"] == 0.26

@@ -1,0 +1,269 @@
+"""The rows of a leaderboard view: which evaluations, in what order, with ranks, rank ranges and ties."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db.models import Case, F, Q, Value, When, Window
+from django.db.models.functions import Coalesce, Lower, RowNumber
+
+from leaderboard.cache import get_generation
+from leaderboard.models import Evaluation, Submission
+from leaderboard.ranking.confidence import rank_ranges
+from leaderboard.ranking.query import CACHE_FORMAT, CACHE_SECONDS, CI_RESAMPLES, RANK_RESAMPLES, SCORE_FIELDS, Query
+
+Kind = Submission.Kind
+
+
+def percent(value: float | None) -> str:
+    """A fraction as the site prints it: percentage points with two decimals ("—" when missing)."""
+    return "\u2014" if value is None else f"{100 * value:.2f}"
+
+
+@dataclass
+class Entry:
+    """One row of a leaderboard: a model's chosen evaluation and its standing."""
+
+    evaluation_id: int
+    submission_id: int
+    model_name: str
+    organisation: str
+    model_size: str
+    kind: str
+    open_weights: bool
+    verified: bool
+    paper_url: str
+    code_url: str
+    protocol: str
+    evaluator_version: str
+    final: float
+    ifs: float
+    vfs: float
+    low_level: float | None
+    high_level: float | None
+    final_ci: tuple[float, float] | None
+    ifs_ci: tuple[float, float] | None
+    vfs_ci: tuple[float, float] | None
+    n_tasks: int
+    date: datetime | None
+    rank: int | None = None
+    rank_range: tuple[int, int] | None = None
+    tie_group: int = 0
+    tied_with_previous: bool = False
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.kind == Kind.BASELINE
+
+    @property
+    def is_paper(self) -> bool:
+        return self.kind == Kind.PAPER
+
+    @property
+    def show(self) -> dict[str, str]:
+        """Scores as the tables print them: percent with two decimals, intervals as "lo–hi"."""
+        shown = {name: percent(getattr(self, name)) for name in SCORE_FIELDS}
+        for name in ("final", "ifs", "vfs"):
+            ci = getattr(self, f"{name}_ci")
+            shown[f"{name}_ci"] = f"{percent(ci[0])}\u2013{percent(ci[1])}" if ci else ""
+        return shown
+
+    @property
+    def rank_range_text(self) -> str:
+        if not self.rank_range:
+            return ""
+        best, worst = self.rank_range
+        return str(best) if best == worst else f"{best}\u2013{worst}"
+
+    def as_dict(self) -> dict:
+        """Plain data for the API and the JSON export (scores are fractions in [0, 1])."""
+        data = {name: getattr(self, name) for name in ENTRY_FIELDS}  # flat: faster than asdict's deep copy
+        data["date"] = self.date.isoformat() if self.date else None
+        for name in ("final_ci", "ifs_ci", "vfs_ci", "rank_range"):
+            data[name] = list(data[name]) if data[name] else None
+        data["baseline"] = self.is_baseline
+        data["reported_in_paper"] = self.is_paper
+        return data
+
+
+ENTRY_FIELDS = tuple(item.name for item in fields(Entry))
+
+
+@dataclass
+class Flagged:
+    """A public entry maintainers took out of the ranking, with their public reason."""
+
+    evaluation_id: int
+    model_name: str
+    organisation: str
+    reason: str
+
+
+@dataclass
+class Leaderboard:
+    query: Query
+    entries: list[Entry]
+    flagged: list[Flagged] = field(default_factory=list)
+    generation: int = 0
+    rank_resamples: int = RANK_RESAMPLES
+    ci_resamples: int = CI_RESAMPLES
+
+    @property
+    def ranked(self) -> list[Entry]:
+        return [entry for entry in self.entries if entry.rank is not None]
+
+    @property
+    def has_intervals(self) -> bool:
+        return any(entry.final_ci for entry in self.entries)
+
+
+# --------------------------------------------------------------------------- which evaluations
+
+# Every column an entry shows, read in the query that picks the entries (tuples: no per-row dicts).
+_VALUE_FIELDS = (
+    "pk", "submission_id", "submission__model_name", "submission__organisation", "submission__model_size",
+    "submission__kind", "submission__open_weights", "submission__verified", "submission__paper_url",
+    "submission__code_url", "protocol", "evaluator_version", *SCORE_FIELDS,
+    "final_ci_low", "final_ci_high", "ifs_ci_low", "ifs_ci_high", "vfs_ci_low", "vfs_ci_high",
+    "n_tasks", "date",
+)
+
+
+def candidates(query: Query):
+    """Scored evaluations a view may show, before keeping one per model (a queryset)."""
+    rows = Evaluation.objects.filter(
+        status=Evaluation.Status.SCORED, protocol=query.protocol, submission__split=query.split,
+        submission__public=True, submission__flagged=False, final__isnull=False,
+    )
+    baseline = Q(submission__kind=Kind.BASELINE)  # yardsticks stay visible under every filter
+    if query.weights != "all":
+        rows = rows.filter(baseline | Q(submission__open_weights=query.weights == "open"))
+    if query.verified:
+        rows = rows.filter(baseline | Q(submission__verified=True))
+    if query.source == "reported":
+        rows = rows.filter(baseline | Q(submission__kind=Kind.PAPER))
+    elif query.source == "evaluated":
+        rows = rows.exclude(submission__kind=Kind.PAPER)
+    return rows
+
+
+def one_per_model(rows, selection: str):
+    """``rows`` narrowed to each researcher's best (highest Final, then latest) or latest evaluation
+    per model, chosen by the database with a window function. Rows without an owner (paper,
+    baselines) are one per kind and model name."""
+    group = Case(When(submission__owner__isnull=True, then=F("submission__kind")), default=Value(""))
+    latest = [F("finished_at").desc(nulls_last=True), F("pk").desc()]
+    order = [F("final").desc(nulls_last=True), *latest] if selection == "best" else latest
+    window = Window(RowNumber(), partition_by=[F("submission__owner_id"), group, Lower("submission__model_name")],
+                    order_by=order)
+    return rows.order_by().annotate(position=window).filter(position=1)
+
+
+def build_entries(query: Query) -> list[Entry]:
+    """The view's entries, best Final first, with ranks, rank ranges and ties (uncached)."""
+    entries = sorted(map(_entry, entry_rows(query)), key=lambda e: (-e.final, e.model_name.lower(), e.evaluation_id))
+    assign_ranks(entries)
+    ranked = [entry for entry in entries if entry.rank is not None]
+    for entry, span in zip(ranked, rank_ranges(ranked), strict=True):
+        entry.rank_range = span
+    assign_ties(ranked)
+    return entries
+
+
+def entry_rows(query: Query):
+    """One query that picks the view's entries and reads what they show (``_VALUE_FIELDS`` tuples).
+
+    The window runs over the few columns it needs and the chosen rows are joined back by primary
+    key, which costs PostgreSQL less than sorting every candidate's full row. (The rank ranges
+    add at most one query, see :func:`leaderboard.ranking.confidence.task_vectors`, when they
+    are not cached already.)
+    """
+    chosen = one_per_model(candidates(query), query.selection).values("pk")
+    return (Evaluation.objects.filter(pk__in=chosen).order_by()
+            .annotate(date=Coalesce("finished_at", "created_at")).values_list(*_VALUE_FIELDS))
+
+
+def _interval(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return (low, high) if low is not None and high is not None else None
+
+
+def _entry(row: tuple) -> Entry:
+    (pk, submission_id, model_name, organisation, model_size, kind, open_weights, verified, paper_url, code_url,
+     protocol, evaluator_version, final, ifs, vfs, low_level, high_level, final_lo, final_hi, ifs_lo, ifs_hi,
+     vfs_lo, vfs_hi, n_tasks, date) = row
+    return Entry(
+        evaluation_id=pk, submission_id=submission_id, model_name=model_name, organisation=organisation,
+        model_size=model_size, kind=kind, open_weights=open_weights, verified=verified, paper_url=paper_url,
+        code_url=code_url, protocol=protocol, evaluator_version=evaluator_version, final=final, ifs=ifs or 0.0,
+        vfs=vfs or 0.0, low_level=low_level, high_level=high_level, final_ci=_interval(final_lo, final_hi),
+        ifs_ci=_interval(ifs_lo, ifs_hi), vfs_ci=_interval(vfs_lo, vfs_hi), n_tasks=n_tasks, date=date,
+    )
+
+
+def build_flagged(query: Query) -> list[Flagged]:
+    """Public entries of the view that maintainers flagged: out of the ranking, reason shown."""
+    rows = (Evaluation.objects.filter(status=Evaluation.Status.SCORED, protocol=query.protocol,
+                                      submission__split=query.split, submission__public=True,
+                                      submission__flagged=True)
+            .order_by("submission__model_name", "pk")
+            .values_list("pk", "submission__model_name", "submission__organisation", "submission__flag_reason"))
+    return [Flagged(*row) for row in rows[:200]]
+
+
+# --------------------------------------------------------------------------- ranks and ties
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-12
+
+
+def assign_ranks(entries: list[Entry]) -> None:
+    """Competition ranking by Final ("1, 2, 2, 4") over non-baseline entries sorted best first."""
+    position = 0
+    previous: Entry | None = None
+    for entry in entries:
+        if entry.is_baseline:
+            entry.rank = None
+            continue
+        position += 1
+        entry.rank = previous.rank if previous is not None and _same(previous.final, entry.final) else position
+        previous = entry
+
+
+def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None, final_a: float, final_b: float) -> bool:
+    """Whether two entries are statistically tied: their Final intervals overlap (entries
+    without an interval tie only on an equal score)."""
+    from evaluator.scoring import overlapping
+
+    if a is None or b is None:
+        return _same(final_a, final_b)
+    return overlapping(a, b)
+
+
+def assign_ties(ranked: list[Entry]) -> None:
+    """Mark runs of neighbours whose intervals overlap: each row knows whether it is tied with
+    the row above, and rows of one run share a tie group number."""
+    group = 0
+    for index, entry in enumerate(ranked):
+        above = ranked[index - 1] if index else None
+        entry.tied_with_previous = bool(above) and overlap(above.final_ci, entry.final_ci, above.final, entry.final)
+        if not entry.tied_with_previous:
+            group += 1
+        entry.tie_group = group
+
+
+# --------------------------------------------------------------------------- the cached board
+
+
+def leaderboard(query: Query) -> Leaderboard:
+    """The view's leaderboard, computed once per generation."""
+    generation = get_generation()
+    key = f"lb:v{CACHE_FORMAT}:{generation}:board:{query.key()}"
+    board = cache.get(key)
+    if board is None:
+        board = Leaderboard(query=query, entries=build_entries(query), flagged=build_flagged(query),
+                            generation=generation)
+        cache.set(key, board, CACHE_SECONDS)
+    return board
