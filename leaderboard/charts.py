@@ -7,6 +7,7 @@ in percent with two decimals, like the tables.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from leaderboard.ranking import AXIS_LABELS, CategoryBreakdown, Entry, Leaderboard
@@ -14,10 +15,13 @@ from leaderboard.ranking import AXIS_LABELS, CategoryBreakdown, Entry, Leaderboa
 PALETTE = ("#1d4ed8", "#059669", "#d97706", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#4b5563",
            "#ea580c")
 MEAN_COLOUR = "#9ca3af"
-BASELINE_COLOUR = "#c4b5fd"
+# Baselines are yardsticks, not models: light grey bars hatched in dark grey on every chart.
+BASELINE_EDGE = "#4b5563"
+BASELINE_STYLES = (("#e5e7eb", "/"), ("#f3f4f6", "x"), ("#f9fafb", "."))  # (fill, hatch) per baseline
 FONT = {"family": 'system-ui, -apple-system, "Segoe UI", "Liberation Sans", "DejaVu Sans", sans-serif',
         "size": 13, "color": "#111827"}
 METRIC_LABELS = {"final": "Final", "ifs": "IFS", "vfs": "VFS"}
+SHORT_LABEL = 40  # characters of a model name on an axis or in a legend; hover text keeps the whole name
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
 
@@ -29,7 +33,7 @@ def layout(**extra) -> dict:
     base = {
         "font": FONT, "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff",
         "margin": {"l": 56, "r": 16, "t": 36, "b": 48},
-        "legend": {"orientation": "h", "y": 1.12, "x": 0, "font": {"size": 12}},
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "font": {"size": 12}},
         "hoverlabel": {"font": {"family": FONT["family"]}},
     }
     return {**base, **extra}
@@ -51,14 +55,34 @@ def entry_labels(entries: list[Entry]) -> list[str]:
     return labels
 
 
+def short_labels(entries: list[Entry], labels: list[str]) -> list[str]:
+    """Labels for axes and legends: long names would squeeze the plot to a sliver. A baseline drops its
+    parenthesis ("Scripts-stripped snapshot – baseline"), anything still long is cut with an ellipsis."""
+    shown = []
+    for entry, label in zip(entries, labels, strict=True):
+        if len(label) > SHORT_LABEL and entry.is_baseline:
+            label = re.sub(r"\s*\([^)]*\)", "", label)
+        shown.append(label if len(label) <= SHORT_LABEL else label[:SHORT_LABEL - 1].rstrip() + "\u2026")
+    return shown
+
+
+def entry_axis(entries: list[Entry], labels: list[str]) -> dict:
+    """A category axis of entries, ticks written with their short labels."""
+    return {"tickvals": labels, "ticktext": short_labels(entries, labels)}
+
+
 def score_chart(board: Leaderboard, limit: int = 25) -> dict:
     """Final score of the best ``limit`` ranked entries (and the baselines), with 95 % intervals."""
     shown = [entry for entry in board.entries if entry.is_baseline or (entry.rank or 0) <= limit]
     values = [pct(entry.final) for entry in shown]
+    labels = entry_labels(shown)
     trace = {
         "type": "bar", "orientation": "h", "name": "Final",
-        "x": values, "y": entry_labels(shown),
-        "marker": {"color": [BASELINE_COLOUR if e.is_baseline else PALETTE[0] for e in shown]},
+        "x": values, "y": labels,
+        "marker": {"color": [BASELINE_STYLES[0][0] if e.is_baseline else PALETTE[0] for e in shown],
+                   "line": {"color": [BASELINE_EDGE if e.is_baseline else PALETTE[0] for e in shown], "width": 1},
+                   "pattern": {"shape": [BASELINE_STYLES[0][1] if e.is_baseline else "" for e in shown],
+                               "fgcolor": BASELINE_EDGE, "size": 6, "solidity": 0.25}},
         "hovertemplate": "%{y}: %{x:.2f}<extra></extra>",
     }
     if any(entry.final_ci for entry in shown):
@@ -71,37 +95,55 @@ def score_chart(board: Leaderboard, limit: int = 25) -> dict:
     height = max(220, 28 * len(shown) + 80)
     return figure([trace], height=height, showlegend=False, margin={"l": 200, "r": 24, "t": 16, "b": 44},
                   xaxis={"title": {"text": "Final (%)"}, "range": [0, 100], "gridcolor": "#eef0f3"},
-                  yaxis={"autorange": "reversed", "automargin": True})
+                  yaxis={"autorange": "reversed", "automargin": True, **entry_axis(shown, labels)})
 
 
 def category_bars(breakdown: CategoryBreakdown, metric: str, limit: int = 6) -> dict:
-    """Grouped bars per category: the mean of all ranked entries, then the best ``limit`` entries."""
+    """Grouped bars per category: the mean of all ranked entries, the best ``limit`` entries, then each
+    baseline (hatched grey, so yardsticks never pass for models). A board holding only its baselines
+    (a site's first start) thus still draws them. Traces without any value are left out."""
     labels = breakdown.labels
     data = [{
         "type": "bar", "name": "All ranked models (mean)", "x": labels,
         "y": [pct(breakdown.means.get(label, {}).get(metric)) for label in labels],
         "marker": {"color": MEAN_COLOUR}, "hovertemplate": "%{x}: %{y:.2f}<extra>mean</extra>",
     }]
-    top = [(entry, scores) for entry, scores in zip(breakdown.entries, breakdown.scores, strict=True)
-           if entry.rank is not None][:limit]
-    names = entry_labels([entry for entry, _ in top])
-    for index, ((_entry, scores), name) in enumerate(zip(top, names, strict=True)):
+    pairs = list(zip(breakdown.entries, breakdown.scores, strict=True))
+    top = [(entry, scores) for entry, scores in pairs if entry.rank is not None][:limit]
+    baselines = [(entry, scores) for entry, scores in pairs if entry.is_baseline]
+    shown = [entry for entry, _ in top + baselines]
+    names = entry_labels(shown)
+    for index, ((entry, scores), name, short) in enumerate(zip(top + baselines, names, short_labels(shown, names),
+                                                                strict=True)):
+        values = [pct(scores.get(label, {}).get(metric)) for label in labels]
+        if entry.is_baseline:
+            marker = baseline_marker(index - len(top))
+        else:
+            marker = {"color": PALETTE[index % len(PALETTE)]}
         data.append({
-            "type": "bar", "name": name, "x": labels,
-            "y": [pct(scores.get(label, {}).get(metric)) for label in labels],
-            "marker": {"color": PALETTE[index % len(PALETTE)]},
+            "type": "bar", "name": short, "x": labels, "y": values, "marker": marker,
             "hovertemplate": "%{x}: %{y:.2f}<extra>" + name.replace("<", "&lt;") + "</extra>",
         })
-    return figure(data, barmode="group", height=360,
+    data = [trace for trace in data if any(value is not None for value in trace["y"])]
+    # The legend sits above the plot, often one entry a line: grow with it so the bars keep their room.
+    return figure(data, barmode="group", height=280 + 20 * len(data),
                   xaxis={"title": {"text": AXIS_LABELS[breakdown.axis]}, "type": "category"},
                   yaxis={"title": {"text": f"{METRIC_LABELS[metric]} (%)"}, "range": [0, 100],
                          "gridcolor": "#eef0f3"})
 
 
+def baseline_marker(index: int) -> dict:
+    """Grey bars hatched differently per baseline: told apart from each other and from any model."""
+    fill, shape = BASELINE_STYLES[index % len(BASELINE_STYLES)]
+    return {"color": fill, "line": {"color": BASELINE_EDGE, "width": 1},
+            "pattern": {"shape": shape, "fgcolor": BASELINE_EDGE, "size": 6, "solidity": 0.25}}
+
+
 def category_heatmap(breakdown: CategoryBreakdown, metric: str, limit: int = 25) -> dict:
     """Entries (rows, best first) by categories (columns), coloured by the metric."""
     rows = list(zip(breakdown.entries, breakdown.scores, strict=True))[:limit]
-    names = entry_labels([entry for entry, _ in rows])
+    entries = [entry for entry, _ in rows]
+    names = entry_labels(entries)
     z = [[pct(scores.get(label, {}).get(metric)) for label in breakdown.labels] for _, scores in rows]
     trace = {
         "type": "heatmap", "x": breakdown.labels, "y": names, "z": z, "zmin": 0, "zmax": 100,
@@ -113,7 +155,8 @@ def category_heatmap(breakdown: CategoryBreakdown, metric: str, limit: int = 25)
     height = max(240, 26 * len(rows) + 110)
     return figure([trace], height=height, margin={"l": 200, "r": 16, "t": 16, "b": 64},
                   xaxis={"type": "category", "title": {"text": AXIS_LABELS[breakdown.axis]}},
-                  yaxis={"autorange": "reversed", "type": "category", "automargin": True})
+                  yaxis={"autorange": "reversed", "type": "category", "automargin": True,
+                         **entry_axis(entries, names)})
 
 
 def evaluation_bars(per_axis: dict[str, dict[str, float]], axis: str) -> dict:

@@ -14,13 +14,13 @@ import json
 
 from django.utils import timezone
 
-from leaderboard.ranking import CONFIDENCE, Entry, Leaderboard, protocol_label
+from leaderboard.ranking import CONFIDENCE, SCORE_FIELDS, Entry, Leaderboard, protocol_label
 
 CSV_COLUMNS = (
     "rank", "rank_best", "rank_worst", "tied_with_previous", "model", "organisation", "model_size", "kind",
     "open_weights", "verified", "reported_in_paper", "baseline",
-    "final", "final_ci_low", "final_ci_high", "ifs", "ifs_ci_low", "ifs_ci_high", "vfs", "vfs_ci_low",
-    "vfs_ci_high", "low_level", "high_level", "n_tasks", "date", "protocol", "evaluator_version", "evaluation_id",
+    *(column for name in SCORE_FIELDS for column in (name, f"{name}_ci_low", f"{name}_ci_high")),
+    "n_tasks", "date", "protocol", "evaluator_version", "evaluation_id",
 )
 # A spreadsheet runs a cell starting with one of these as a formula: researchers choose model names.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -75,16 +75,22 @@ def _cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
+def _scores_with_intervals(entry: Entry) -> list[str]:
+    """Each score in percent followed by its interval's ends (empty where there is none)."""
+    cells = []
+    for name in SCORE_FIELDS:
+        ci = getattr(entry, f"{name}_ci")
+        cells += [pct(getattr(entry, name)), _interval(ci, 0), _interval(ci, 1)]
+    return cells
+
+
 def csv_row(entry: Entry) -> list[str]:
     best, worst = entry.rank_range or ("", "")
     return [
         "" if entry.rank is None else str(entry.rank), str(best), str(worst), str(int(entry.tied_with_previous)),
         _cell(entry.model_name), _cell(entry.organisation), _cell(entry.model_size), entry.kind,
         str(int(entry.open_weights)), str(int(entry.verified)), str(int(entry.is_paper)), str(int(entry.is_baseline)),
-        pct(entry.final), _interval(entry.final_ci, 0), _interval(entry.final_ci, 1),
-        pct(entry.ifs), _interval(entry.ifs_ci, 0), _interval(entry.ifs_ci, 1),
-        pct(entry.vfs), _interval(entry.vfs_ci, 0), _interval(entry.vfs_ci, 1),
-        pct(entry.low_level), pct(entry.high_level), str(entry.n_tasks),
+        *_scores_with_intervals(entry), str(entry.n_tasks),
         entry.date.date().isoformat() if entry.date else "", entry.protocol, entry.evaluator_version,
         str(entry.evaluation_id),
     ]
@@ -120,15 +126,14 @@ def latex_row(entry: Entry, with_ci: bool) -> str:
     name = latex_escape(entry.model_name)
     if entry.is_baseline:
         name = rf"\textit{{{name} (baseline)}}"
-    cells = [rank, name, latex_escape(entry.organisation), _latex_score(entry.final, entry.final_ci, with_ci),
-             _latex_score(entry.ifs, entry.ifs_ci, with_ci), _latex_score(entry.vfs, entry.vfs_ci, with_ci),
-             _latex_score(entry.low_level, None, False), _latex_score(entry.high_level, None, False)]
+    scores = [_latex_score(getattr(entry, name), getattr(entry, f"{name}_ci"), with_ci) for name in SCORE_FIELDS]
+    cells = [rank, name, latex_escape(entry.organisation), *scores]
     return " & ".join(cells) + r" \\"
 
 
 def to_latex(board: Leaderboard) -> str:
     """A booktabs table (needs ``\\usepackage{booktabs}``): rank (and rank range), model, organisation,
-    Final, IFS and VFS (with 95 % intervals when the view has them), Low- and High-level, in percent."""
+    Final, IFS, VFS, Low- and High-level in percent, each with its 95 % interval when the view has them."""
     query, with_ci = board.query, board.has_intervals
     caption = (f"IWR-Bench leaderboard, {latex_escape(query.split)} split, protocol "
                f"{latex_escape(protocol_label(query.protocol))}. Scores in percent")

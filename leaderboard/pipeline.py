@@ -272,12 +272,13 @@ def save_task_result(evaluation: Evaluation, task: Task, result: dict) -> TaskRe
 
 
 def confidence_intervals(results: dict) -> dict:
-    """95 % bootstrap intervals of Final, IFS and VFS over tasks (failed tasks count 0)."""
+    """95 % bootstrap intervals over tasks of every stored score: Final, IFS, VFS, Low-level and
+    High-level (failed tasks count 0)."""
     from evaluator.scoring import bootstrap_ci, effective_score
 
     scores = [effective_score(result) for result in results.values()]
     fields = {}
-    for name in ("final", "ifs", "vfs"):
+    for name in SCORE_FIELDS:
         if scores:
             fields[f"{name}_ci_low"], fields[f"{name}_ci_high"] = bootstrap_ci([s[name] for s in scores])
     return fields

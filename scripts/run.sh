@@ -10,6 +10,9 @@ bash scripts/setup.sh
 
 export DJANGO_SETTINGS_MODULE=leaderboard.settings
 export IWR_ENV="${IWR_ENV:-production}"
+# One BLAS/OpenMP thread per process: numpy would otherwise spin up a thread per core in every
+# gunicorn worker and Celery process, which oversubscribes a small machine under concurrent requests.
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 mkdir -p var
 if [ -z "${DJANGO_SECRET_KEY:-}" ]; then
   [ -f var/secret_key ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key

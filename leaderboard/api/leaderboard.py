@@ -47,7 +47,8 @@ ENTRY_SCHEMA = {
         "protocol": {"type": "string"}, "evaluator_version": {"type": "string"},
         "final": _SCORE, "ifs": _SCORE, "vfs": _SCORE,
         "low_level": {**_SCORE, "nullable": True}, "high_level": {**_SCORE, "nullable": True},
-        "final_ci": _INTERVAL, "ifs_ci": _INTERVAL, "vfs_ci": _INTERVAL,
+        **{name: {**_INTERVAL, "description": "95% percentile-bootstrap interval over tasks; null without one."}
+           for name in ranking.INTERVAL_FIELDS},
         "n_tasks": {"type": "integer"}, "date": {"type": "string", "format": "date-time", "nullable": True},
     },
 }

@@ -126,6 +126,10 @@ class Evaluation(models.Model):
     ifs_ci_high = models.FloatField(null=True, blank=True)
     vfs_ci_low = models.FloatField(null=True, blank=True)
     vfs_ci_high = models.FloatField(null=True, blank=True)
+    low_level_ci_low = models.FloatField(null=True, blank=True)
+    low_level_ci_high = models.FloatField(null=True, blank=True)
+    high_level_ci_low = models.FloatField(null=True, blank=True)
+    high_level_ci_high = models.FloatField(null=True, blank=True)
     n_tasks = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="results.json summary, incl. by_category.")
     # Every task's Final packed once when the evaluation is scored (see pack_task_finals): the

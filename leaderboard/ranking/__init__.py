@@ -11,10 +11,10 @@ reported results), optionally narrowed by filters. The rules:
 - Baselines (reference pages, scripts-stripped snapshots, empty pages) are labelled rows
   placed by their score but given no rank: they are yardsticks, not competitors.
 - Rank = 1 + the number of ranked entries with a strictly higher Final.
-- Each evaluated score carries the 95 % percentile-bootstrap interval the pipeline stored
-  at scoring time (:func:`evaluator.scoring.bootstrap_ci`, ``CI_RESAMPLES`` resamples of
-  the tasks). Each ranked row gets a rank range from a paired bootstrap of every ranked
-  entry's per-task Final (:func:`evaluator.scoring.bootstrap_rank_ranges`,
+- Each evaluated score (Final, IFS, VFS, Low-level, High-level) carries the 95 % percentile-
+  bootstrap interval the pipeline stored at scoring time (:func:`evaluator.scoring.bootstrap_ci`,
+  ``CI_RESAMPLES`` resamples of the tasks). Each ranked row gets a rank range from a paired
+  bootstrap of every ranked entry's per-task Final (:func:`evaluator.scoring.bootstrap_rank_ranges`,
   ``RANK_RESAMPLES`` resamples). Rows whose Final intervals overlap are tied.
 
 Everything computed here is cached under the leaderboard generation
@@ -27,6 +27,7 @@ names below are the package's interface.
 
 from leaderboard.ranking.board import (
     ENTRY_FIELDS,
+    INTERVAL_FIELDS,
     Entry,
     Flagged,
     Leaderboard,
@@ -86,11 +87,11 @@ from leaderboard.ranking.query import (
 
 __all__ = [
     "AXIS_LABELS", "CACHE_FORMAT", "CACHE_SECONDS", "CATEGORY_AXES", "CI_RESAMPLES", "CONFIDENCE", "DEFAULT_PROTOCOL",
-    "DEFAULT_SPLIT", "ENTRY_FIELDS", "PAPER_PROTOCOL", "PAPER_SLUG", "RANK_RESAMPLES", "RANK_SEED", "SCORE_FIELDS",
-    "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard", "Query", "QueryError",
-    "assign_ranks", "assign_ties", "build_entries", "build_flagged", "candidates", "category_breakdown",
-    "category_means", "category_scores", "category_scores_from_results", "competition_ranks", "evaluation_categories",
-    "labels_of", "leaderboard", "natural_key", "one_per_model", "overlap", "parse_query", "percent",
-    "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of", "resolve_protocol",
-    "results_matrix", "scored_protocols", "task_vectors",
+    "DEFAULT_SPLIT", "ENTRY_FIELDS", "INTERVAL_FIELDS", "PAPER_PROTOCOL", "PAPER_SLUG", "RANK_RESAMPLES", "RANK_SEED",
+    "SCORE_FIELDS", "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard",
+    "Query", "QueryError", "assign_ranks", "assign_ties", "build_entries", "build_flagged", "candidates",
+    "category_breakdown", "category_means", "category_scores", "category_scores_from_results", "competition_ranks",
+    "evaluation_categories", "labels_of", "leaderboard", "natural_key", "one_per_model", "overlap", "parse_query",
+    "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
+    "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors",
 ]

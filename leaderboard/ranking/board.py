@@ -48,6 +48,8 @@ class Entry:
     vfs_ci: tuple[float, float] | None
     n_tasks: int
     date: datetime | None
+    low_level_ci: tuple[float, float] | None = None
+    high_level_ci: tuple[float, float] | None = None
     rank: int | None = None
     rank_range: tuple[int, int] | None = None
     tie_group: int = 0
@@ -65,7 +67,7 @@ class Entry:
     def show(self) -> dict[str, str]:
         """Scores as the tables print them: percent with two decimals, intervals as "lo–hi"."""
         shown = {name: percent(getattr(self, name)) for name in SCORE_FIELDS}
-        for name in ("final", "ifs", "vfs"):
+        for name in SCORE_FIELDS:
             ci = getattr(self, f"{name}_ci")
             shown[f"{name}_ci"] = f"{percent(ci[0])}\u2013{percent(ci[1])}" if ci else ""
         return shown
@@ -81,7 +83,7 @@ class Entry:
         """Plain data for the API and the JSON export (scores are fractions in [0, 1])."""
         data = {name: getattr(self, name) for name in ENTRY_FIELDS}  # flat: faster than asdict's deep copy
         data["date"] = self.date.isoformat() if self.date else None
-        for name in ("final_ci", "ifs_ci", "vfs_ci", "rank_range"):
+        for name in (*INTERVAL_FIELDS, "rank_range"):
             data[name] = list(data[name]) if data[name] else None
         data["baseline"] = self.is_baseline
         data["reported_in_paper"] = self.is_paper
@@ -89,6 +91,7 @@ class Entry:
 
 
 ENTRY_FIELDS = tuple(item.name for item in fields(Entry))
+INTERVAL_FIELDS = tuple(f"{name}_ci" for name in SCORE_FIELDS)  # an Entry's (low, high) pairs
 
 
 @dataclass
@@ -126,8 +129,7 @@ _VALUE_FIELDS = (
     "pk", "submission_id", "submission__model_name", "submission__organisation", "submission__model_size",
     "submission__kind", "submission__open_weights", "submission__verified", "submission__paper_url",
     "submission__code_url", "protocol", "evaluator_version", *SCORE_FIELDS,
-    "final_ci_low", "final_ci_high", "ifs_ci_low", "ifs_ci_high", "vfs_ci_low", "vfs_ci_high",
-    "n_tasks", "date",
+    *(f"{name}_ci_{side}" for name in SCORE_FIELDS for side in ("low", "high")), "n_tasks", "date",
 )
 
 
@@ -191,14 +193,14 @@ def _interval(low: float | None, high: float | None) -> tuple[float, float] | No
 
 def _entry(row: tuple) -> Entry:
     (pk, submission_id, model_name, organisation, model_size, kind, open_weights, verified, paper_url, code_url,
-     protocol, evaluator_version, final, ifs, vfs, low_level, high_level, final_lo, final_hi, ifs_lo, ifs_hi,
-     vfs_lo, vfs_hi, n_tasks, date) = row
+     protocol, evaluator_version, final, ifs, vfs, low_level, high_level, *bounds, n_tasks, date) = row
+    final_ci, ifs_ci, vfs_ci, low_level_ci, high_level_ci = map(_interval, bounds[::2], bounds[1::2])
     return Entry(
         evaluation_id=pk, submission_id=submission_id, model_name=model_name, organisation=organisation,
         model_size=model_size, kind=kind, open_weights=open_weights, verified=verified, paper_url=paper_url,
         code_url=code_url, protocol=protocol, evaluator_version=evaluator_version, final=final, ifs=ifs or 0.0,
-        vfs=vfs or 0.0, low_level=low_level, high_level=high_level, final_ci=_interval(final_lo, final_hi),
-        ifs_ci=_interval(ifs_lo, ifs_hi), vfs_ci=_interval(vfs_lo, vfs_hi), n_tasks=n_tasks, date=date,
+        vfs=vfs or 0.0, low_level=low_level, high_level=high_level, final_ci=final_ci, ifs_ci=ifs_ci,
+        vfs_ci=vfs_ci, n_tasks=n_tasks, date=date, low_level_ci=low_level_ci, high_level_ci=high_level_ci,
     )
 
 

@@ -32,7 +32,7 @@ SELECTIONS = ("best", "latest")
 CACHE_SECONDS = 24 * 3600  # generation keys make entries stale long before this
 # Part of every cache key: bump it when what is cached changes shape, so a new release never
 # reads values an older one left in a shared cache.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 class QueryError(ValueError):

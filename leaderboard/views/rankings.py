@@ -33,6 +33,7 @@ HIDDEN_ON_PHONES = {"organisation", "low_level", "high_level", "n_tasks", "date"
 SPLIT_LABELS = {"test": "Test split (held out)", "dev": "Dev split (public)"}
 METRICS = ("final", "ifs", "vfs")
 RELOAD_SECONDS = 20  # an empty view whose first entries are being scored reloads itself this often
+CATEGORY_PAGE_SIZE = 50  # rows per per-category table: thousands of rows would cost a second to render
 
 
 SORTS = {
@@ -194,30 +195,53 @@ def _page_links(query, sort: str, descending: bool, page) -> dict:
 
 @require_GET
 def categories(request):
-    """Per-category tables (interaction level, visual complexity, domain) for a leaderboard view."""
+    """Per-category tables (interaction level, visual complexity, domain) for a leaderboard view,
+    ``CATEGORY_PAGE_SIZE`` rows a page (``page``): the three tables page together, so a row keeps
+    its place across them, and a large board costs no more to render than a small one."""
     query, error = _query_or_error(request)
     if error:
         return error
     board = ranking.leaderboard(query)
     metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "final"
-    sections = []
-    for axis, label in ranking.AXIS_LABELS.items():
-        breakdown = ranking.category_breakdown(board, axis)
-        sections.append({
-            "axis": axis, "label": label, "breakdown": breakdown,
-            "rows": [{"entry": entry, "cells": _cells(scores, breakdown.labels, metric)}
-                     for entry, scores in zip(breakdown.entries, breakdown.scores, strict=True)],
-            "means": _cells(breakdown.means, breakdown.labels, metric),
-            "chart_url": _url("leaderboard-chart-categories", {**query.params(), "axis": axis}),
-        })
+    breakdowns = [ranking.category_breakdown(board, axis) for axis in ranking.AXIS_LABELS]
+    longest = max((len(breakdown.entries) for breakdown in breakdowns), default=0)
+    page = Paginator(range(longest), CATEGORY_PAGE_SIZE).get_page((request.GET.get("page") or "1")[:6])
+    window = slice(page.start_index() - 1, page.end_index()) if longest else slice(0, 0)
+    sections = [_category_section(query, breakdown, metric, window) for breakdown in breakdowns]
+    params = {**query.params(), "metric": metric}
     context = {
-        "board": board, "query": query, "sections": sections, "metric": metric,
+        "board": board, "query": query, "sections": sections, "metric": metric, "page": page,
+        "page_links": _numbered_links("leaderboard-categories", params, page),
         "metric_label": charts.METRIC_LABELS[metric], "protocol_label": ranking.protocol_label(query.protocol),
         "metric_tabs": [{"label": charts.METRIC_LABELS[m], "current": m == metric,
                          "url": _url("leaderboard-categories", {**query.params(), "metric": m})} for m in METRICS],
         "board_url": _url("home", query.params()),
     }
     return render(request, "leaderboard/rankings/categories.html", context)
+
+
+def _category_section(query, breakdown, metric: str, window: slice) -> dict:
+    rows = zip(breakdown.entries[window], breakdown.scores[window], strict=True)
+    return {
+        "axis": breakdown.axis, "label": ranking.AXIS_LABELS[breakdown.axis], "breakdown": breakdown,
+        "rows": [{"entry": entry, "cells": _cells(scores, breakdown.labels, metric)} for entry, scores in rows],
+        "means": _cells(breakdown.means, breakdown.labels, metric),
+        "chart_url": _url("leaderboard-chart-categories", {**query.params(), "axis": breakdown.axis}),
+    }
+
+
+def _numbered_links(name: str, params: dict, page) -> dict:
+    """Previous / next links and one link per page around the current one (first and last always)."""
+    links = {"pages": []}
+    if page.has_previous():
+        links["previous"] = _url(name, {**params, "page": page.previous_page_number()})
+    if page.has_next():
+        links["next"] = _url(name, {**params, "page": page.next_page_number()})
+    for number in page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1):
+        links["pages"].append({"number": number, "current": number == page.number,
+                               "url": None if number == page.paginator.ELLIPSIS else
+                               _url(name, {**params, "page": number})})
+    return links
 
 
 def _cells(scores: dict, labels: list[str], metric: str) -> list[dict]:

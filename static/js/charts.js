@@ -47,11 +47,13 @@
     element.appendChild(note);
   }
 
+  // A figure is empty when no trace has a single value: a trace of nulls only (a category mean
+  // with no ranked model yet) would draw bare axes, which reads as a broken chart.
   function isEmpty(figure) {
     if (!figure || !figure.data || !figure.data.length) return true;
     return figure.data.every(function (trace) {
       var values = trace.type === "heatmap" ? [].concat.apply([], trace.z || []) : (trace.orientation === "h" ? trace.x : trace.y);
-      return !values || !values.length;
+      return !values || !values.some(function (value) { return value !== null && value !== undefined; });
     });
   }
 

@@ -111,7 +111,8 @@ def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol
     scores = {"final": mean, "ifs": mean, "vfs": mean}
     if values:
         lo, hi = bootstrap_ci(values)
-        scores.update(final_ci_low=lo, final_ci_high=hi, ifs_ci_low=lo, ifs_ci_high=hi, vfs_ci_low=lo, vfs_ci_high=hi)
+        for name in ("final", "ifs", "vfs", "low_level", "high_level"):  # every score equals Final on each task
+            scores.update({f"{name}_ci_low": lo, f"{name}_ci_high": hi})
     fields = {"status": Evaluation.Status.SCORED, "finished_at": timezone.now(), "protocol": protocol,
               "protocol_name": protocol.rsplit("-", 1)[0], "n_tasks": len(values), "low_level": mean,
               "high_level": mean, **scores, **(evaluation_fields or {})}

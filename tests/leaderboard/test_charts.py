@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
 import pytest
 from django.contrib.staticfiles import finders
 
@@ -97,3 +101,103 @@ def test_plotly_is_served_from_the_installed_package_not_a_cdn(client):
     response = client.get("/static/vendor/plotly/plotly.min.js")
     assert response.status_code == 200
     assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+
+
+# --------------------------------------------------------------------------- a board of baselines only
+
+LEVELS = {"by_category": {"interaction_complexity": {"L1": {"ifs": 1.0, "vfs": 0.9, "final": 0.97, "n": 2},
+                                                     "L2": {"ifs": 0.8, "vfs": 0.9, "final": 0.83, "n": 1}}}}
+BASELINES = (("Reference pages (upper bound)", 0.95, 1.0), ("Scripts-stripped snapshot", 0.3, 0.4),
+             ("Empty page (lower bound)", 0.0, 0.0))
+
+
+def make_baselines() -> None:
+    """The three baseline rows `scripts/run.sh` leaves on a fresh site, each with per-level scores."""
+    for name, final, ifs in BASELINES:
+        levels = {label: {"ifs": ifs, "vfs": final, "final": final, "n": 1} for label in ("L1", "L2")}
+        make_entry(None, kind=Submission.Kind.BASELINE, model_name=name, final=final,
+                   evaluation_fields={"summary": {"by_category": {"interaction_complexity": levels}}})
+    bump_generation()
+
+
+def test_a_board_of_baselines_only_charts_each_baseline_as_its_own_hatched_trace(client):
+    """With no ranked model, the category bars are the three baselines (labelled, grey and hatched), not an
+    all-empty mean."""
+    make_baselines()
+    figure = client.get("/leaderboard/charts/categories.json", {"axis": "interaction_complexity"}).json()["ifs"]
+    assert [trace["name"] for trace in figure["data"]] == [f"{name} \u2013 baseline" for name, _, _ in BASELINES]
+    assert [trace["y"] for trace in figure["data"]] == [[100.0, 100.0], [40.0, 40.0], [0.0, 0.0]]
+    shapes = [trace["marker"]["pattern"]["shape"] for trace in figure["data"]]
+    assert len(set(shapes)) == 3 and all(trace["marker"]["color"] not in charts.PALETTE for trace in figure["data"])
+
+
+def test_baselines_follow_the_ranked_models_and_their_mean(client):
+    """Ranked models keep the palette after their mean; the baselines come last, hatched."""
+    make_baselines()
+    make_entry(make_user(), model_name="model-x", final=0.5, evaluation_fields={"summary": LEVELS})
+    bump_generation()
+    breakdown = ranking.category_breakdown(ranking.leaderboard(ranking.parse_query({})), "interaction_complexity")
+    data = charts.category_bars(breakdown, "final")["data"]
+    assert [trace["name"] for trace in data][:2] == ["All ranked models (mean)", "model-x"]
+    assert data[0]["y"] == [97.0, 83.0] and data[1]["marker"]["color"] == charts.PALETTE[0]
+    assert all("pattern" in trace["marker"] for trace in data[2:]) and len(data) == 5
+
+
+def test_no_chart_trace_is_all_empty(client):
+    """Every trace of every category figure holds at least one value: the browser would draw bare axes."""
+    make_baselines()
+    for axis in ranking.CATEGORY_AXES:
+        document = client.get("/leaderboard/charts/categories.json", {"axis": axis}).json()
+        for key in ("ifs", "vfs"):
+            assert all(any(v is not None for v in trace["y"]) for trace in document[key]["data"]), (axis, key)
+    empty = ranking.category_breakdown(ranking.leaderboard(ranking.parse_query({"split": "dev"})), "domain")
+    assert charts.category_bars(empty, "ifs")["data"] == []
+
+
+def test_long_names_get_short_axis_and_legend_labels_with_full_hover_text(board):
+    """A long baseline name loses its parenthesis on axes and legends, a long model name is cut; hover keeps both."""
+    snapshot = "Scripts-stripped snapshot (looks right, does nothing)"
+    make_entry(None, kind=Submission.Kind.BASELINE, model_name=snapshot, final=0.4,
+               evaluation_fields={"summary": SUMMARY_B})
+    make_entry(make_user(), model_name="x" * 60, final=0.2, evaluation_fields={"summary": SUMMARY_B})
+    bump_generation()
+    shown = ranking.leaderboard(ranking.parse_query({}))
+    bars = charts.category_bars(ranking.category_breakdown(shown, "interaction_complexity"), "ifs")["data"]
+    assert "Scripts-stripped snapshot \u2013 baseline" in [trace["name"] for trace in bars]
+    assert "x" * 39 + "\u2026" in [trace["name"] for trace in bars]
+    assert any(f"<extra>{snapshot} \u2013 baseline</extra>" in trace["hovertemplate"] for trace in bars)
+    scores = charts.score_chart(shown)
+    axis = scores["layout"]["yaxis"]
+    assert axis["tickvals"] == scores["data"][0]["y"] and f"{snapshot} \u2013 baseline" in axis["tickvals"]
+    assert "Scripts-stripped snapshot \u2013 baseline" in axis["ticktext"]
+
+
+@pytest.mark.browser
+def test_the_browser_says_no_data_for_a_figure_whose_traces_are_all_null():
+    """charts.js draws a figure with values and writes "No data for this chart yet." for one whose only
+    trace is nulls (a stand-in Plotly records what it is asked to draw)."""
+    from evaluator.browser import launch
+
+    figures = {"empty": {"data": [{"type": "bar", "x": ["L1", "L2"], "y": [None, None]}], "layout": {}},
+               "drawn": {"data": [{"type": "bar", "x": ["L1", "L2"], "y": [None, 40.0]}], "layout": {}}}
+    page_html = ('<div class="chart" id="empty" data-chart-url="/c.json" data-chart-key="empty"></div>'
+                 '<div class="chart" id="drawn" data-chart-url="/c.json" data-chart-key="drawn"></div>'
+                 '<script src="/charts.js" data-plotly="/plotly.js"></script>')
+    stub = "window.Plotly = {react: function (el) { el.setAttribute('data-plotted', '1'); }, purge: function () {}};"
+    bodies = {"/": (page_html, "text/html"), "/c.json": (json.dumps(figures), "application/json"),
+              "/plotly.js": (stub, "text/javascript"),
+              "/charts.js": (Path(finders.find("js/charts.js")).read_text(), "text/javascript")}
+    with pytest.MonkeyPatch.context() as patch, launch(sandbox=True) as browser:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.route("http://charts.test/**", lambda route: route.fulfill(
+            body=bodies[urlsplit(route.request.url).path][0], content_type=bodies[urlsplit(route.request.url).path][1]))
+        page.goto("http://charts.test/")
+        page.wait_for_selector("#drawn[data-drawn]", state="attached")
+        page.wait_for_function("document.querySelector('#empty').textContent.includes('No data')")
+        assert page.get_attribute("#drawn", "data-plotted") == "1"
+        assert page.get_attribute("#empty", "data-plotted") is None
+        assert page.inner_text("#empty") == "No data for this chart yet."
+        context.close()

@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 
 def preview_warnings() -> list[checks.CheckMessage]:
-    return [message for message in checks.run_checks(include_deployment_checks=True) if message.id == "leaderboard.W001"]
+    messages = checks.run_checks(include_deployment_checks=True)
+    return [message for message in messages if message.id == "leaderboard.W001"]
 
 
 def test_production_without_a_preview_host_is_warned(settings):

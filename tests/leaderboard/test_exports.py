@@ -44,12 +44,17 @@ def test_csv_parses_back_to_the_same_numbers(board):
         assert row["rank"] == ("" if entry.rank is None else str(entry.rank))
         for name in ("final", "ifs", "vfs", "low_level", "high_level"):
             assert float(row[name]) == pytest.approx(pct(getattr(entry, name)), abs=0.005)
+            interval = getattr(entry, f"{name}_ci")
+            if interval:
+                assert float(row[f"{name}_ci_low"]) == pytest.approx(pct(interval[0]), abs=0.005)
+                assert float(row[f"{name}_ci_high"]) == pytest.approx(pct(interval[1]), abs=0.005)
+            else:
+                assert row[f"{name}_ci_low"] == row[f"{name}_ci_high"] == ""
         if entry.final_ci:
-            assert float(row["final_ci_low"]) == pytest.approx(pct(entry.final_ci[0]), abs=0.005)
-            assert float(row["final_ci_high"]) == pytest.approx(pct(entry.final_ci[1]), abs=0.005)
             assert (int(row["rank_best"]), int(row["rank_worst"])) == entry.rank_range
         assert row["baseline"] == str(int(entry.is_baseline))
     assert rows[0]["model"] == "Alpha_7B & co" and rows[0]["open_weights"] == "1" and rows[0]["verified"] == "1"
+    assert rows[0]["low_level_ci_low"] and rows[0]["high_level_ci_high"]  # every score's interval, not only Final's
 
 
 def test_csv_cells_cannot_run_as_spreadsheet_formulas(board):
@@ -68,14 +73,17 @@ def test_json_parses_back_to_the_same_numbers(board):
     assert document["method"]["rank_resamples"] == ranking.RANK_RESAMPLES
     for item, entry in zip(document["entries"], board.entries, strict=True):
         assert item["final"] == entry.final and item["ifs"] == entry.ifs
-        assert item["final_ci"] == (list(entry.final_ci) if entry.final_ci else None)
+        for name in ranking.INTERVAL_FIELDS:
+            assert item[name] == (list(getattr(entry, name)) if getattr(entry, name) else None)
         assert item["rank_range"] == (list(entry.rank_range) if entry.rank_range else None)
         assert item["baseline"] == entry.is_baseline
+    assert document["entries"][0]["low_level_ci"] is not None
 
 
 LATEX_ROW = re.compile(r"^(?P<rank>--|\d+)(?: \{\\scriptsize \((?P<best>\d+)--(?P<worst>\d+)\)\})? & (?P<model>.*?) & "
                        r"(?P<org>.*?) & (?P<final>[\d.]+)(?: \{\\scriptsize \[(?P<lo>[\d.]+), (?P<hi>[\d.]+)\]\})? & "
-                       r"(?P<ifs>[\d.]+).*? & (?P<vfs>[\d.]+).*? & (?P<low>[\d.]+) & (?P<high>[\d.]+) \\\\$")
+                       r"(?P<ifs>[\d.]+).*? & (?P<vfs>[\d.]+).*? & (?P<low>[\d.]+).*? & (?P<high>[\d.]+)"
+                       r"(?: \{\\scriptsize \[(?P<high_lo>[\d.]+), (?P<high_hi>[\d.]+)\]\})? \\\\$")
 
 
 def test_latex_is_a_booktabs_table_that_parses_back(board):
@@ -93,6 +101,10 @@ def test_latex_is_a_booktabs_table_that_parses_back(board):
         assert float(match["high"]) == pytest.approx(pct(entry.high_level), abs=0.005)
         if entry.final_ci:
             assert float(match["lo"]) == pytest.approx(pct(entry.final_ci[0]), abs=0.005)
+        if entry.high_level_ci:
+            assert float(match["high_hi"]) == pytest.approx(pct(entry.high_level_ci[1]), abs=0.005)
+        else:
+            assert match["high_hi"] is None
         if entry.rank_range and entry.rank_range[0] != entry.rank_range[1]:
             assert (int(match["best"]), int(match["worst"])) == entry.rank_range
     assert "Alpha\\_7B \\& co" in text and "Lab \\#1 \\{x\\}" in text

@@ -44,6 +44,9 @@ def test_anonymous_readers_get_the_default_view(client):
     assert [item["model_name"] for item in data["entries"]] == [e.model_name for e in board.entries]
     first = data["entries"][0]
     assert 0 <= first["final"] <= 1 and len(first["final_ci"]) == 2 and first["rank"] == 1
+    entry = board.entries[0]
+    assert [first[f"{name}_ci"] for name in ranking.SCORE_FIELDS] == [
+        list(getattr(entry, f"{name}_ci")) for name in ranking.SCORE_FIELDS]  # Low- and High-level too
     assert data["entries"][-1]["baseline"] is True and data["entries"][-1]["rank"] is None
 
 
@@ -53,6 +56,7 @@ def test_parameters_choose_split_protocol_and_filters(client):
     paper = client.get(URL, {"protocol": "paper"}).json()
     assert paper["protocol"] == PAPER_PROTOCOL and [e["model_name"] for e in paper["entries"]] == ["GPT-5"]
     assert paper["entries"][0]["reported_in_paper"] is True and paper["entries"][0]["final_ci"] is None
+    assert paper["entries"][0]["low_level_ci"] is None and paper["entries"][0]["high_level_ci"] is None
     assert client.get(URL, {"protocol": "iwr-det-1"}).json()["count"] == 5
     open_only = client.get(URL, {"weights": "open"}).json()
     assert {e["model_name"] for e in open_only["entries"]} == {"m0", "m2", "Empty page (lower bound)"}
@@ -119,3 +123,13 @@ def test_the_browsable_api_renders_the_same_document(client):
     populate(1)
     response = client.get(URL, HTTP_ACCEPT="text/html")
     assert response.status_code == 200 and b"m0" in response.content and b"iwr-det-1" in response.content
+
+
+def test_the_schema_documents_every_field_of_an_entry(client):
+    """The OpenAPI entry schema names each field an entry carries, every score's interval included."""
+    populate(1)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    response = schema["paths"][URL]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    documented = set(response["properties"]["entries"]["items"]["properties"])
+    assert set(client.get(URL).json()["entries"][0]) <= documented
+    assert {"low_level_ci", "high_level_ci"} <= documented

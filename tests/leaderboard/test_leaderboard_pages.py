@@ -75,6 +75,18 @@ def test_tied_rows_are_marked(client):
     assert body.count('title="Confidence interval overlaps the entry above"') == 1
 
 
+def test_low_and_high_level_show_their_intervals_like_final_ifs_and_vfs(client):
+    """Each of the five score cells of an evaluated row carries its own 95% interval."""
+    tasks = [make_task(make_task_set(), split="test") for _ in range(4)]
+    make_entry(make_user(), model_name="m", tasks=tasks, finals=[0.2, 0.4, 0.6, 0.8],
+               evaluation_fields={"low_level": 0.61, "low_level_ci_low": 0.512, "low_level_ci_high": 0.705,
+                                  "high_level": 0.42, "high_level_ci_low": 0.301, "high_level_ci_high": 0.555})
+    row = text(client.get("/")).split('<td class="model">', 1)[1].split("</tr>", 1)[0]
+    assert row.count('<span class="sub ci">') == 5
+    assert '61.00<span class="sub ci">51.20\u201370.50</span>' in row
+    assert '42.00<span class="sub ci">30.10\u201355.50</span>' in row
+
+
 def test_split_and_protocol_tabs_and_filters_change_the_view(client):
     """Tabs switch split and protocol; filters narrow rows; the paper view explains itself."""
     populate(4)
@@ -220,6 +232,31 @@ def test_a_populated_view_mentions_entries_being_scored_above_its_table_without_
     assert len(row_models(client.get("/"))) == 3
 
 
+def test_a_warm_home_page_reads_nothing_while_entries_are_being_scored(client, owner, django_assert_max_num_queries,
+                                                                      django_capture_on_commit_callbacks):
+    """The "being scored" note is cached with the page: a warm anonymous home page costs no query at all."""
+    populate(2)
+    with django_capture_on_commit_callbacks(execute=True):
+        queue_baselines_like_the_first_run()
+    assert "3 entries are being scored now" in text(client.get("/"))
+    with django_assert_max_num_queries(0):
+        assert "3 entries are being scored now" in text(client.get("/"))
+
+
+def test_cancelling_a_submission_takes_it_out_of_the_note_at_once(client, owner, django_capture_on_commit_callbacks):
+    """The cached note is cleared when a submission is queued and when it is cancelled, not after its 30 s."""
+    from leaderboard import submissions
+    from tests.leaderboard.factories import make_queued_evaluation, make_submission
+
+    populate(1)
+    pending = make_submission(owner, model_name="pending-one", split="test")
+    with django_capture_on_commit_callbacks(execute=True):
+        make_queued_evaluation(pending)
+    assert "pending-one" in text(client.get("/"))
+    submissions.cancel(pending)
+    assert "pending-one" not in text(client.get("/"))
+
+
 def test_the_categories_page_tabulates_every_axis(client):
     """Per-category tables list each entry's metric per label, with the mean of ranked models first."""
     summary = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2}},
@@ -230,6 +267,37 @@ def test_the_categories_page_tabulates_every_axis(client):
     assert re.search(r'<td class="cell" style="[^"]+">50.00</td>', body)
     assert re.search(r'<td class="cell" style="[^"]+">25.00</td>', body)
     assert "All ranked models (mean)" in body
+
+
+def test_the_categories_page_shows_one_page_of_rows_at_a_time(client, monkeypatch):
+    """Long boards are paged (all three tables together); page links reach every row, the mean row stays."""
+    from leaderboard.views import rankings
+
+    monkeypatch.setattr(rankings, "CATEGORY_PAGE_SIZE", 2)
+    summary = {"by_category": {axis: {"x": {"ifs": 0.5, "vfs": 0.5, "final": 0.5, "n": 1}}
+                               for axis in ranking.CATEGORY_AXES}}
+    for index in range(5):
+        make_entry(make_user(), model_name=f"model-{index}", final=0.9 - index / 10,
+                   evaluation_fields={"summary": summary})
+    bump_generation()
+    seen = []
+    for number in (1, 2, 3):
+        body = text(client.get(f"/leaderboard/categories/?metric=ifs&page={number}"))
+        rows = re.findall(r'<a href="/results/\d+/">(model-\d)</a>', body)
+        assert len(rows) == 3 * (2 if number < 3 else 1) and body.count("All ranked models (mean)") == 3
+        seen.append(rows[: len(rows) // 3])
+    assert seen == [["model-0", "model-1"], ["model-2", "model-3"], ["model-4"]]
+    first = text(client.get("/leaderboard/categories/?metric=ifs"))
+    assert "Rows 1&ndash;2 of 5" in first and "Page 1 of 3" in first
+    assert 'href="/leaderboard/categories/?split=test&amp;protocol=iwr-det-1&amp;metric=ifs&amp;page=3">3</a>' in first
+    assert "Page 3 of 3" in text(client.get("/leaderboard/categories/?page=99"))
+
+
+def test_a_short_categories_page_has_no_pager(client):
+    """A board that fits one page shows every row and no page links."""
+    populate(3)
+    body = text(client.get("/leaderboard/categories/"))
+    assert 'id="category-pages"' not in body and "Rows " not in body
 
 
 def test_pages_load_no_third_party_code(client):

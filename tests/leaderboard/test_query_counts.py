@@ -69,6 +69,20 @@ def test_leaderboard_views_and_chart_data_cost_constant_queries(client, owner, n
 
 
 @pytest.mark.parametrize("n", SIZES)
+def test_every_page_of_the_categories_tables_costs_the_same_queries(client, owner, n, monkeypatch,
+                                                                    django_assert_max_num_queries):
+    """Paging the per-category tables reads the same cached board: six queries at most cold, whichever page."""
+    from leaderboard.views import rankings
+
+    monkeypatch.setattr(rankings, "CATEGORY_PAGE_SIZE", 2)
+    world(n, owner)
+    for number in (1, 2):
+        page = fetch_cold(client, f"/leaderboard/categories/?page={number}", 6, django_assert_max_num_queries)
+        shown = page.content.decode().count('<td><a href="/results/')  # the world's entries score domains only
+        assert shown == min(2, n - 2 * (number - 1))
+
+
+@pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("reader", ["anonymous", "owner", "staff"])
 def test_the_submission_page_costs_constant_queries(client, owner, staff, n, reader, django_assert_max_num_queries):
     """Summary, standing on the board, per-task table, categories, preview links, other evaluations:

@@ -226,6 +226,66 @@ def test_board_rows_show_ties_from_stored_intervals(tasks):
     assert entries[0].final_ci is not None
 
 
+LEVEL_RESULTS = {  # per task: the evaluator's scores; "d" failed, so every score counts 0
+    "a": {"final": 0.62, "ifs": 0.5, "vfs": 0.9, "low_level": 0.95, "high_level": 0.85},
+    "b": {"final": 0.31, "ifs": 0.2, "vfs": 0.55, "low_level": 0.7, "high_level": 0.4},
+    "c": {"final": 0.86, "ifs": 1.0, "vfs": 0.53, "low_level": 0.46, "high_level": 0.6},
+    "d": {"final": 0.9, "ifs": 0.9, "vfs": 0.9, "low_level": 0.9, "high_level": 0.9, "error": "page crashed"},
+    "e": {"final": 0.12, "ifs": 0.0, "vfs": 0.4, "low_level": 0.3, "high_level": 0.5},
+}
+
+
+def test_every_score_gets_its_bootstrap_interval_at_scoring_time():
+    """Low-level and High-level get intervals like Final, IFS and VFS: bootstrap_ci over the tasks' values,
+    a failed task counting 0."""
+    from leaderboard import pipeline
+
+    fields = pipeline.confidence_intervals(LEVEL_RESULTS)
+    for name in ranking.SCORE_FIELDS:
+        values = [0.0 if result.get("error") else result[name] for result in LEVEL_RESULTS.values()]
+        expected = scoring.bootstrap_ci(values, n_resamples=ranking.CI_RESAMPLES, seed=0)
+        assert (fields[f"{name}_ci_low"], fields[f"{name}_ci_high"]) == expected, name
+    assert fields["low_level_ci_low"] < (0.95 + 0.7 + 0.46 + 0.0 + 0.3) / 5 < fields["low_level_ci_high"]
+    assert fields["low_level_ci_high"] != fields["high_level_ci_high"]
+
+
+def test_board_entries_carry_the_stored_level_intervals(tasks):
+    """Each entry reads the intervals of all five scores; a row without them (the paper's) has None."""
+    evaluated = make_entry(make_user(), model_name="m", tasks=tasks, finals=[0.2, 0.4, 0.6, 0.8, 0.5, 0.3],
+                           evaluation_fields={"low_level_ci_low": 0.11, "low_level_ci_high": 0.22,
+                                              "high_level_ci_low": 0.33, "high_level_ci_high": 0.44})
+    make_entry(None, kind=Submission.Kind.PAPER, model_name="paper row", final=0.3)
+    entries = {entry.model_name: entry for entry in board().entries}
+    entry = entries["m"]
+    assert (entry.low_level_ci, entry.high_level_ci) == ((0.11, 0.22), (0.33, 0.44))
+    assert entry.final_ci == (evaluated.final_ci_low, evaluated.final_ci_high)
+    assert entry.show["low_level_ci"] == "11.00\u201322.00" and entry.show["high_level_ci"] == "33.00\u201344.00"
+    assert entry.as_dict()["high_level_ci"] == [0.33, 0.44]
+    assert entries["paper row"].low_level_ci is None and entries["paper row"].show["high_level_ci"] == ""
+
+
+def test_the_migration_fills_level_intervals_of_evaluations_scored_before_it(tasks):
+    """Evaluations stored without level intervals get them from their task results, as the pipeline computes
+    them (a failed task counts 0); evaluations without results keep none."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("leaderboard.migrations.0004_evaluation_level_intervals")
+    old = make_entry(make_user(), tasks=tasks, finals=[0.3, 0.1, 0.2, 0.6, 0.5, 0.4])
+    old.task_results.filter(task=tasks[3]).update(error="timed out")
+    Evaluation.objects.filter(pk=old.pk).update(low_level_ci_low=None, low_level_ci_high=None,
+                                                high_level_ci_low=None, high_level_ci_high=None)
+    without = make_entry(make_user(), final=0.2)
+    migration.fill_existing(apps, None)
+    old.refresh_from_db()
+    without.refresh_from_db()
+    expected = scoring.bootstrap_ci([0.3, 0.1, 0.2, 0.0, 0.5, 0.4])
+    assert (old.low_level_ci_low, old.low_level_ci_high) == expected
+    assert (old.high_level_ci_low, old.high_level_ci_high) == expected
+    assert without.low_level_ci_low is None and without.high_level_ci_high is None
+
+
 # --------------------------------------------------------------------------- caching
 
 
@@ -304,6 +364,8 @@ def test_the_pipeline_packs_the_stored_finals_when_it_scores(owner):
     task_ids, finals = unpack_task_finals(evaluation.task_finals)
     assert task_ids.tolist() == sorted([tasks["a"].pk, tasks["c"].pk]) and finals.tolist() == [0.25, 0.75]
     assert bytes(evaluation.task_finals) == stored_task_finals(evaluation.pk)
+    assert (evaluation.ifs_ci_low, evaluation.ifs_ci_high) == scoring.bootstrap_ci([0.2, 0.7])
+    assert (evaluation.high_level_ci_low, evaluation.high_level_ci_high) == (0.0, 0.0)  # not reported: 0
 
 
 def test_sorting_by_a_column_keeps_rank_order_for_equal_values(owner, collaborator, outsider):
