@@ -30,12 +30,15 @@ from django.utils import timezone
 from leaderboard import quotas
 from leaderboard.models import Evaluation, Submission, Task
 from leaderboard.models.tasks import Split
+from leaderboard.ranking import SCORE_FIELDS
 
 USER_PRIORITY = 5
 SCORING_SHOWN = 5  # entries named in a leaderboard view's "being scored now" note
 SCORING_SECONDS = 30  # how long that note is cached (a new submission clears it at once)
 RESCORE_PRIORITY = 9  # lower runs first: maintainers' rescoring waits behind users' submissions
 BUNDLE_SUFFIXES = (".zip",)
+# What a scored evaluation shows: each score, then the bounds of its 95% interval (as on the leaderboard).
+SCORE_COLUMNS = (*SCORE_FIELDS, *(f"{name}_ci_{side}" for name in SCORE_FIELDS for side in ("low", "high")), "n_tasks")
 
 
 class NotCancellable(Exception):
@@ -342,9 +345,7 @@ def evaluation_payload(evaluation: Evaluation, viewer) -> dict:
     payload = {"evaluation_id": evaluation.pk, "evaluation_protocol": evaluation.protocol,
                "started_at": evaluation.started_at, "finished_at": evaluation.finished_at}
     if evaluation.status == Evaluation.Status.SCORED:
-        payload["scores"] = {name: getattr(evaluation, name) for name in (
-            "final", "ifs", "vfs", "low_level", "high_level", "final_ci_low", "final_ci_high", "ifs_ci_low",
-            "ifs_ci_high", "vfs_ci_low", "vfs_ci_high", "n_tasks")}
+        payload["scores"] = {name: getattr(evaluation, name) for name in SCORE_COLUMNS}
         payload["evaluator_version"] = evaluation.evaluator_version
     if evaluation.status in (Evaluation.Status.FAILED, Evaluation.Status.CANCELLED):
         from leaderboard.pipeline import scrub

@@ -47,6 +47,10 @@ class ScoresSerializer(serializers.Serializer):
     ifs_ci_high = serializers.FloatField(allow_null=True)
     vfs_ci_low = serializers.FloatField(allow_null=True)
     vfs_ci_high = serializers.FloatField(allow_null=True)
+    low_level_ci_low = serializers.FloatField(allow_null=True)
+    low_level_ci_high = serializers.FloatField(allow_null=True)
+    high_level_ci_low = serializers.FloatField(allow_null=True)
+    high_level_ci_high = serializers.FloatField(allow_null=True)
     n_tasks = serializers.IntegerField()
 
 

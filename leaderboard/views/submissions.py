@@ -89,8 +89,8 @@ def _with_percents(row: dict) -> dict:
 
 def _score_display(state: dict) -> dict:
     scores = state.get("scores") or {}
-    shown = {name: percent(scores.get(name)) for name in ("final", "ifs", "vfs", "low_level", "high_level")}
-    for name in ("final", "ifs", "vfs"):
+    shown = {name: percent(scores.get(name)) for name in ranking.SCORE_FIELDS}
+    for name in ranking.SCORE_FIELDS:
         low, high = scores.get(f"{name}_ci_low"), scores.get(f"{name}_ci_high")
         shown[f"{name}_ci"] = f"95% CI {percent(low)}\u2013{percent(high)}" if low is not None else ""
     return shown

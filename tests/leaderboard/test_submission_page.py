@@ -52,7 +52,9 @@ def scored(owner, tasks, pages, **fields):
     """A scored bundle submission with task results and 95% intervals."""
     submission = make_bundle_submission(owner, pages=pages, split=tasks[0].split, **fields)
     evaluation = make_scored_evaluation(submission, final=0.55, ifs=0.5, vfs=0.66, n_tasks=len(tasks),
-                                        final_ci_low=0.41, final_ci_high=0.69, ifs_ci_low=0.3, ifs_ci_high=0.7)
+                                        final_ci_low=0.41, final_ci_high=0.69, ifs_ci_low=0.3, ifs_ci_high=0.7,
+                                        vfs_ci_low=0.6, vfs_ci_high=0.72, low_level_ci_low=0.58,
+                                        low_level_ci_high=0.74, high_level_ci_low=0.51, high_level_ci_high=0.8)
     for n, task in enumerate(tasks):
         make_task_result(evaluation, task, final=0.3 + 0.2 * n, ifs=0.25, vfs=0.75, steps_passed=n,
                          steps_total=task.n_actions)
@@ -91,6 +93,20 @@ def test_the_page_shows_scores_with_intervals_rank_category_charts_and_tasks(cli
         assert f"/submissions/{evaluation.submission_id}/?preview={key}#preview" in page
     assert "0/2" in page and "step 1" in page  # steps passed / total and why task 101 stopped
     assert client.get(f"/results/{evaluation.pk}/categories.json").json()["by_category"]
+
+
+def test_every_score_shows_its_interval_on_the_page_and_in_the_progress_json(client, owner, imported_sample,
+                                                                              bundle_pages):
+    """Final, IFS, VFS, Low-level and High-level each carry their 95% interval, rendered and polled alike."""
+    evaluation = scored(owner, dev(imported_sample), bundle_pages)
+    page = text(client.get(f"/submissions/{evaluation.submission_id}/"))
+    expected = {"final": "41.00\u201369.00", "ifs": "30.00\u201370.00", "vfs": "60.00\u201372.00",
+                "low_level": "58.00\u201374.00", "high_level": "51.00\u201380.00"}
+    shown = dict(re.findall(r'<span class="ci" data-ci="(\w+)">([^<]*)</span>', page))
+    assert shown == {name: f"95% CI {bounds}" for name, bounds in expected.items()}
+    scores = client.get(f"/submissions/{evaluation.submission_id}/progress.json").json()["scores"]
+    assert (scores["low_level_ci_low"], scores["low_level_ci_high"]) == (0.58, 0.74)
+    assert (scores["high_level_ci_low"], scores["high_level_ci_high"]) == (0.51, 0.8)
 
 
 def test_a_running_submission_shows_a_table_that_fills_in_as_tasks_finish(client, owner, imported_sample,

@@ -317,14 +317,18 @@ def test_the_api_lists_every_problem_of_a_refused_submission(owner, imported_sam
 
 @pytest.mark.django_db
 def test_the_api_shows_status_progress_and_scores(owner, collaborator, imported_sample, media):
-    """Detail has status, progress and scores once scored; the list holds only one's own."""
+    """Detail has status, progress and scores with their intervals once scored; the list holds only one's own."""
     evaluation = make_queued_evaluation(make_bundle_submission(owner, pages={"101": PAGE}), status="scored",
-                                        final=0.5, ifs=0.4, vfs=0.73, tasks_done=2)
+                                        final=0.5, ifs=0.4, vfs=0.73, tasks_done=2, low_level=0.6,
+                                        low_level_ci_low=0.45, low_level_ci_high=0.75, high_level=0.7,
+                                        high_level_ci_low=0.55, high_level_ci_high=0.85)
     make_queued_evaluation(make_bundle_submission(collaborator, pages={"101": PAGE}))
     api = api_client(owner)
     detail = api.get(f"/api/v1/submissions/{evaluation.submission_id}/").json()
     assert detail["status"] == "scored" and detail["progress"] == {"tasks_done": 2, "tasks_total": 2}
     assert detail["scores"]["final"] == 0.5
+    assert [detail["scores"][f"{name}_ci_{side}"] for name in ("low_level", "high_level")
+            for side in ("low", "high")] == [0.45, 0.75, 0.55, 0.85]
     listing = api.get("/api/v1/submissions/").json()
     rows = listing["results"] if isinstance(listing, dict) else listing
     assert [row["id"] for row in rows] == [evaluation.submission_id]
