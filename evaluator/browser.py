@@ -16,7 +16,9 @@ Everything opened is closed in reverse order in ``finally`` blocks.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import logging
 import mimetypes
 import os
@@ -25,10 +27,21 @@ import shlex
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from evaluator.page_scripts import (
+    COUNTS_SCRIPT,
+    INIT_SCRIPT,
+    JSON_RESULT_HEAD,
+    JSON_RESULT_TAIL,
+    SCREENSHOT_CLEANUP,
+    SCREENSHOT_PREPARE,
+    SETTLE_SCRIPT,
+)
 
 log = logging.getLogger(__name__)
 
@@ -279,81 +292,9 @@ def content_type(path: Path) -> str:
 
 # --------------------------------------------------------------------------- determinism
 
-INIT_SCRIPT = r"""
-(() => {
-  const seed = %(seed)d >>> 0;
-  function mulberry32(a) {
-    return function () {
-      a |= 0; a = (a + 0x6D2B79F5) | 0;
-      let t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-  const rand = mulberry32(seed);
-  Math.random = rand;
-  const bytesRand = mulberry32(seed ^ 0x9E3779B9);
-  if (window.crypto && crypto.getRandomValues) {
-    const fill = function (arr) {
-      const bytes = new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
-      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(bytesRand() * 256);
-      return arr;
-    };
-    try { Object.defineProperty(Crypto.prototype, 'getRandomValues', {value: fill}); } catch (e) {}
-    try {
-      Object.defineProperty(Crypto.prototype, 'randomUUID', {value: function () {
-        const b = fill(new Uint8Array(16));
-        b[6] = (b[6] & 0x0f) | 0x40; b[8] = (b[8] & 0x3f) | 0x80;
-        const h = Array.from(b, x => x.toString(16).padStart(2, '0')).join('');
-        return `${h.slice(0,8)}-${h.slice(8,12)}-${h.slice(12,16)}-${h.slice(16,20)}-${h.slice(20)}`;
-      }});
-    } catch (e) {}
-  }
-  // Native timers, kept before the fake clock replaces them: settle() measures real quiet time.
-  window.__iwrNative = {
-    raf: window.requestAnimationFrame.bind(window),
-    setTimeout: window.setTimeout.bind(window),
-    clearTimeout: window.clearTimeout.bind(window),
-    now: performance.now.bind(performance),
-  };
-  const counts = window.__iwrCounts = {alert: 0, confirm: 0, prompt: 0, open: 0, print: 0};
-  window.alert = function () { counts.alert++; };
-  window.confirm = function () { counts.confirm++; return false; };
-  window.prompt = function () { counts.prompt++; return null; };
-  window.print = function () { counts.print++; };
-  window.open = function () { counts.open++; return null; };
-  // Mutation bookkeeping for settle(): time of the last DOM change, by the native clock.
-  window.__iwrLastMutation = 0;
-  const watch = () => {
-    new MutationObserver(() => { window.__iwrLastMutation = window.__iwrNative.now(); })
-      .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  };
-  watch();
-})();
-"""
-
-SETTLE_SCRIPT = r"""
-async ({frames, quietMs, maxMs}) => {
-  const n = window.__iwrNative;
-  if (!n) return {frames: 0, quiet: false, waited: 0};
-  const start = n.now();
-  const frame = () => new Promise(resolve => {
-    const t = n.setTimeout(resolve, 100);   // hidden pages get no frames: do not wait forever
-    n.raf(() => { n.clearTimeout(t); resolve(); });
-  });
-  for (let i = 0; i < frames; i++) await frame();
-  const sleep = ms => new Promise(resolve => n.setTimeout(resolve, ms));
-  while (true) {
-    const now = n.now();
-    const since = now - (window.__iwrLastMutation || 0);
-    if (since >= quietMs) return {frames, quiet: true, waited: Math.round(now - start)};
-    if (now - start >= maxMs) return {frames, quiet: false, waited: Math.round(now - start)};
-    await sleep(Math.min(quietMs - since, maxMs - (now - start)) + 1);
-  }
-}
-"""
-
-COUNTS_SCRIPT = "() => window.__iwrCounts ? Object.assign({}, window.__iwrCounts) : {}"
+# The scripts themselves (seeded randomness, native timers, settle, screenshot preparation) are
+# in evaluator.page_scripts.
+FONTS_WAIT_MS = 5000  # fonts still loading after this are not waited for (Playwright: its timeout)
 
 
 # --------------------------------------------------------------------------- page session
@@ -378,40 +319,107 @@ class PageSession:
     crashed: bool = False
     page_counts: dict = field(default_factory=dict)  # alert/confirm/prompt/open/print calls, read from the page
     video_path: Path | None = None
-    inflight: int = 0
+    pending: set = field(default_factory=set)  # requests not yet done (see _install_listeners)
+    page_requests: int = 0  # requests the page itself started (not the browser's favicon), ever
+    page_responses: int = 0  # ... and of those, the ones that are done
+    startup_steps: int = 0  # short clock steps the page's start-up took after the load step
     _video_dir: Path | None = None
+    _cdp: object = None
 
-    def goto(self, path: str = "/", timeout_ms: int = 15000) -> None:
-        """Load the page, let its start-up timers fire on the fake clock, settle."""
+    def goto(self, path: str = "/", timeout_ms: int = 15000) -> dict:
+        """Load the page, run its start-up on the fake clock until it stops loading, settle."""
         self.page.goto(ORIGIN + path, wait_until="load", timeout=timeout_ms)
-        self.advance_clock(int(self.settle_params["load_clock_ms"]))
-        self.settle()
+        self.startup_steps = self.run_startup()
+        return self.settle()
 
-    def settle(self, frames: int | None = None) -> dict:
+    def run_startup(self) -> int:
+        """Advance page time by the load step, then in short steps while start-up loads more; returns the short steps.
+
+        Pages that load their code after the load event (require.js, dynamic imports, fetched
+        templates) chain each module through a short timer, set only once the module has
+        arrived: after a single load step those timers would wait, paused, for the first action.
+        So page time moves on in ``startup_step_ms`` steps while the previous step made the page
+        request or receive something, at most ``startup_max_steps`` times (a page that polls
+        forever ends at that bound, the same way on every run). Before each step the network is
+        quiet and the DOM has been quiet for a while, so whatever arrived has run. DOM changes
+        alone do not call for a step: some come from real-time events (image decoding, font
+        loading) and would make the number of steps differ between runs. A page that keeps the
+        network busy without pause is stopped by a real-time bound instead (``network_quiet_ms``
+        plus ``dom_quiet_ms`` per step), so it still loads well within the load limit.
+        """
+        if not self.clock_enabled:
+            return 0
+        p = self.settle_params
+        limit = int(p["startup_max_steps"])
+        deadline = time.monotonic() + (int(p["network_quiet_ms"]) + limit * int(p["dom_quiet_ms"])) / 1000
+        self._quiet_window(deadline)  # what the page fetched during load arrives before page time moves
+        mark = self._network_mark()
+        self._run_clock(int(p["load_clock_ms"]))
+        for steps in range(limit + 1):
+            self._quiet_window(deadline)
+            now = self._network_mark()
+            if now == mark or steps == limit or self.crashed or time.monotonic() >= deadline:
+                return steps
+            mark = now
+            self._run_clock(int(p["startup_step_ms"]))
+        return limit
+
+    def settle(self, frames: int | None = None, min_ms: int = 0) -> dict:
         """Wait for network quiet, two animation frames, and a bounded DOM-mutation quiet period.
 
-        ``frames`` overrides the number of animation frames (0 when no screenshot follows).
+        ``frames`` overrides the number of animation frames (0 when no screenshot follows);
+        ``min_ms`` is the least real time to wait, even on a page that has long been quiet. After
+        waiting for requests it is at least ``dom_quiet_ms``: what arrived gets time to be used.
         """
         p = self.settle_params
+        if self.inflight > 0:
+            min_ms = max(min_ms, int(p["dom_quiet_ms"]))
         network_quiet = self._wait_network(int(p["network_quiet_ms"]))
         args = {"frames": int(p["animation_frames"] if frames is None else frames), "quietMs": int(p["dom_quiet_ms"]),
-                "maxMs": int(p["dom_quiet_max_ms"])}
+                "maxMs": int(p["dom_quiet_max_ms"]), "minMs": int(min_ms)}
+        result = self._settle_document(args)
+        if self._navigating():  # the new document was still on its way: settle that one
+            network_quiet = self._wait_network(int(p["network_quiet_ms"]))
+            result = self._settle_document(args)
+        result["network_quiet"] = network_quiet
+        return result
+
+    def _settle_document(self, args: dict) -> dict:
         try:
-            result = self.page.evaluate(SETTLE_SCRIPT, args)
+            return self.page.evaluate(SETTLE_SCRIPT, args)
         except Exception as exc:
             if not _navigated(exc):
                 raise
             # The action started a navigation: wait for the new document, then settle it.
             self.page.wait_for_load_state("load")
-            result = self.page.evaluate(SETTLE_SCRIPT, args)
-        result["network_quiet"] = network_quiet
-        return result
+            return self.page.evaluate(SETTLE_SCRIPT, args)
+
+    def _navigating(self) -> bool:
+        """A request for a new document of the page is under way."""
+        with contextlib.suppress(Exception):
+            main = self.page.main_frame
+            return any(r.is_navigation_request() and r.frame == main for r in list(self.pending))
+        return False
+
+    def after_action(self) -> dict:
+        """What follows every action, in the order reference checkpoints are recorded in.
+
+        Settle first, frames included: the action's own effects (promises, fetches, and events
+        that wait for the next frame, such as scroll and resize handlers and observers) happen
+        before page time moves, not at a moment that depends on the machine's load. Then one
+        clock step, and settle again for the screenshot.
+        """
+        self.settle()
+        self.advance_clock()
+        return self.settle()
 
     def advance_clock(self, ms: int | None = None) -> None:
         """Move page time forward in one fixed step, firing the timers due in it."""
         if not self.clock_enabled:
             return
-        step = int(self.settle_params["clock_step_ms"] if ms is None else ms)
+        self._run_clock(int(self.settle_params["clock_step_ms"] if ms is None else ms))
+
+    def _run_clock(self, step: int) -> None:
         for attempt in range(3):
             try:
                 self.page.clock.run_for(step)
@@ -422,10 +430,47 @@ class PageSession:
                     raise
 
     def screenshot(self, path: Path | str | None = None, timeout_ms: int = 10000) -> bytes:
-        """Viewport-only PNG with animations stopped and the caret hidden."""
-        return self.page.screenshot(
-            path=str(path) if path else None, animations="disabled", caret="hide", timeout=timeout_ms
-        )
+        """Viewport-only PNG with animations stopped and the caret hidden.
+
+        The pixels of Playwright's ``page.screenshot(animations="disabled", caret="hide")``, taken
+        with its preparation steps but through Chromium's fast PNG encoder (lossless like the
+        default one, with a third of the encoding work and two fewer round trips).
+        """
+        cdp = self._devtools()
+        if cdp is None:
+            data = self.page.screenshot(animations="disabled", caret="hide", timeout=timeout_ms)
+        else:
+            data = self._fast_screenshot(cdp)
+        if path:
+            Path(path).write_bytes(data)
+        return data
+
+    def _fast_screenshot(self, cdp) -> bytes:
+        frames = self.page.frames
+        x, y, scale = self.page.main_frame.evaluate(SCREENSHOT_PREPARE, FONTS_WAIT_MS)
+        try:
+            for frame in frames[1:]:  # frames the page made itself (submitted iframes are stripped)
+                with contextlib.suppress(Exception):
+                    frame.evaluate(SCREENSHOT_PREPARE, FONTS_WAIT_MS)
+            viewport = self.page.viewport_size
+            width, height = (int(viewport[side] / scale + 1e-3) for side in ("width", "height"))
+            clip = {"x": x, "y": y, "width": width, "height": height, "scale": scale}
+            shot = cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip, "optimizeForSpeed": True,
+                                                        "captureBeyondViewport": False})
+        finally:
+            for frame in frames:
+                with contextlib.suppress(Exception):
+                    frame.evaluate(SCREENSHOT_CLEANUP)
+        return base64.b64decode(shot["data"])
+
+    def _devtools(self):
+        """A DevTools session on the page (None where Chromium's protocol is not available)."""
+        if self._cdp is None:
+            try:
+                self._cdp = self.context.new_cdp_session(self.page)
+            except Exception:
+                self._cdp = False
+        return self._cdp or None
 
     def counts(self) -> dict:
         """Dialogs, popups and downloads the page attempted (page-side and browser-side)."""
@@ -434,6 +479,22 @@ class PageSession:
             page_counts = self.page.evaluate(COUNTS_SCRIPT) or {}
         return {**page_counts, "dialogs": self.dialogs, "popups": self.popups,
                 "downloads": self.downloads, "websockets": self.websockets}
+
+    def _quiet_window(self, deadline: float) -> dict:
+        """Settle without frames until no request is left in flight (requests started while waiting count)."""
+        p = self.settle_params
+        while True:
+            result = self.settle(frames=0, min_ms=int(p["dom_quiet_ms"]))
+            if self.inflight <= 0 or self.crashed or time.monotonic() >= deadline:
+                return result
+
+    @property
+    def inflight(self) -> int:
+        """Requests started and not done yet."""
+        return len(self.pending)
+
+    def _network_mark(self) -> tuple[int, int]:
+        return self.page_requests, self.page_responses
 
     def _wait_network(self, limit_ms: int) -> bool:
         waited = 0
@@ -450,6 +511,30 @@ class PageSession:
     def record_console(self, kind: str, text: str) -> None:
         if len(self.console_errors) < MAX_RECORDED:
             self.console_errors.append({"type": kind, "text": str(text)[:MAX_TEXT]})
+
+
+class JsonPage:
+    """A Playwright page whose ``evaluate`` returns large results through JSON (same values, faster).
+
+    Everything else is the page itself. Given to the code that reads big page data (targeting,
+    state capture); a result JSON cannot carry exactly, or a failing call, is evaluated again
+    the usual way, so values and errors are Playwright's own.
+    """
+
+    def __init__(self, page):
+        self._page = page
+
+    def __getattr__(self, name):
+        return getattr(self._page, name)
+
+    def evaluate(self, expression: str, arg=None):
+        try:
+            text = self._page.evaluate(JSON_RESULT_HEAD + expression + JSON_RESULT_TAIL, arg)
+        except Exception:
+            text = None
+        if isinstance(text, str):
+            return json.loads(text)
+        return self._page.evaluate(expression, arg)
 
 
 @contextlib.contextmanager
@@ -601,11 +686,21 @@ def _install_listeners(context, page, session: PageSession) -> None:
         session.crashed = True
         session.record_console("crash", "the page's renderer crashed")
 
-    def on_request(_request):
-        session.inflight += 1
+    def on_request(request):
+        session.pending.add(request)
+        session.page_requests += _started_by_page(request)
 
-    def on_request_done(_request):
-        session.inflight = max(0, session.inflight - 1)
+    def on_request_done(request):
+        if request in session.pending:
+            session.pending.discard(request)
+            session.page_responses += _started_by_page(request)
+
+    def on_response(response):
+        # A fetch() body is read only when the page reads it: one never read never "finishes",
+        # so a fetch is done once its response has arrived (an image, a script: once loaded).
+        with contextlib.suppress(Exception):
+            if response.request.resource_type == "fetch":
+                on_request_done(response.request)
 
     page.on("dialog", on_dialog)
     page.on("download", on_download)
@@ -614,8 +709,17 @@ def _install_listeners(context, page, session: PageSession) -> None:
     page.on("crash", on_crash)
     context.on("page", lambda p: on_popup(p) if p is not page else None)
     page.on("request", on_request)
+    page.on("response", on_response)
     page.on("requestfinished", on_request_done)
     page.on("requestfailed", on_request_done)
+
+
+def _started_by_page(request) -> bool:
+    """False for the favicon, which the browser fetches on its own at a moment that varies between runs."""
+    try:
+        return request.resource_type != "other"
+    except Exception:
+        return True
 
 
 # --------------------------------------------------------------------------- processes

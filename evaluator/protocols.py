@@ -52,6 +52,14 @@ _DET_TARGETING = {
                                "fails with the interceptor named instead of hanging the step."),
     "type_timeout_ms": (5000, "Wait for the chosen field to accept input."),
     "scroll_min_px": (5.0, "Official rule: a scroll succeeds when scrollY moved more than 5 px."),
+    "relation_edge_share": (0.2, "'The checkbox to the left of the input': a candidate whose centre lies past the "
+                                 "anchor's near edge by up to 20% of the anchor's extent (10-80 px) still counts, "
+                                 "falling off linearly: TodoMVC draws its toggle-all over the input's left padding."),
+    "relation_reach": (2.0, "Closeness to the anchor halves over a gap of twice the larger extent along the axis "
+                            "(at least 40 px): the field right under a label beats the one a row further down, a "
+                            "button across a table row still counts as next to its name."),
+    "relation_near_vertical": (0.7, "'Next to' and 'beside' mean the same row on a page: a neighbour above or "
+                                    "below counts 0.7 of an aligned one on the left or right."),
 }
 
 # Owner: targeting helper. Read by evaluator.judges (AssertionParams); keys = its fields.
@@ -73,6 +81,14 @@ _DET_ASSERTION = {
                       "count as the same change; lower than 0.5 because the reference side is often OCR."),
     "ocr_fallback": (True, "When the page draws on a canvas and phrases are missing from the DOM text, the "
                            "screenshots are OCR'd and checked again."),
+    "stale_phrases": (True, "A state phrase the page already showed and the action left alone (same count in the "
+                            "document and in view) does not hold where the reference, which showed it too, changed "
+                            "it without scrolling: the '2' tiles of a 2048 snapshot that only scrolled are no "
+                            "evidence that they merged."),
+    "text_change_required": (True, "Where the authored reference text changed in place (no scroll, not a Scroll "
+                                   "action, no canvas), a page whose text, DOM, form state and URL all stayed fails: "
+                                   "pixels moved by a scroll or a hover are not the effect asserted. OCR'd "
+                                   "references are not trusted for this (a hover shade changes their words)."),
 }
 
 # Owner: browser helper. Read by evaluator.browser (settle) and evaluator.replay / runner (limits).
@@ -88,6 +104,13 @@ _DET_SETTLE = {
                               "counters) still gets its screenshot."),
     "load_clock_ms": (1000, "Page time advanced once after load so start-up timers (splash screens, "
                             "deferred renders) fire before screenshot 0."),
+    "startup_step_ms": (100, "After the load step, page time moves on in steps this short while the previous step "
+                             "made the page request or receive something (require.js and other loaders fetch modules "
+                             "after the load event and chain them through short timers); short, so that a page which "
+                             "is done gains at most this much time before screenshot 0."),
+    "startup_max_steps": (20, "Bound on those start-up steps (2 s of page time, about 1 s of real time): a page "
+                              "that never stops fetching (polling) still gets its screenshot 0, after the same "
+                              "number of steps on every run."),
     "clock_step_ms": (1000, "The installed clock is paused and advanced by this fixed step after each "
                             "action: timers and transitions up to 1 s (most UI feedback) complete, "
                             "identically on every run."),
@@ -128,6 +151,12 @@ _DET_VISUAL = {
                                  "merely shorter is not punished for colour."),
     "histogram_bins": (8, "Bins per RGB channel of the joint colour histogram (512 bins): coarse enough "
                           "that anti-aliasing shades fall into the same bin."),
+    "global_min_content": (0.01, "Global similarity is 1 - distance / (content of both pictures), a picture's "
+                                 "content being its distance from a blank page of its background colour: the "
+                                 "Dice coefficient of the content, so a blank page scores 0 instead of the "
+                                 "0.7-0.93 that shared white background gave. The two count as having at least "
+                                 "this much content together, so noise between nearly blank pictures is not "
+                                 "divided by almost nothing; one sample checkpoint alone has 0.07-0.28."),
     "block_weights": ({"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20},
                       "The official MLLM rubric's points (protocol.md 3.4), so the block score stands in "
                       "for the rubric with the same emphasis."),
@@ -144,6 +173,12 @@ _DET_VISUAL = {
                              "sample pages a 15 px shift keeps about 0.96, 60 px 0.82, another page 0.2."),
     "component_delta": (24, "A pixel belongs to a component when its colour differs from the page's dominant "
                             "colour by more than this (0-255 per channel, max over channels)."),
+    "content_gated": (["style", "overall"], "These block sub-scores are multiplied by the share of the "
+                                            "reference's text-block area that found a partner (where the "
+                                            "reference has no text, by the overlap of its drawn components): "
+                                            "colours and structure only count for content the page shares. A "
+                                            "blank page otherwise kept style 0.47 (white palette) and overall "
+                                            "0.1-0.5 (SSIM of white background) without a single matched block."),
     "palette_size": (8, "The style score compares each page's 8 most frequent colours (4 bits per channel)."),
     "colour_scale": (100.0, "CIEDE2000 differences are divided by this and clipped: 0 means identical colour, "
                             "100 (black against white) means nothing alike."),

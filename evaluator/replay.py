@@ -2,7 +2,7 @@
 
 The skeleton is the official judge's: open the page at the task's resolution, take
 screenshot 0, then for each action in order find the element, perform the action, let the
-page settle, advance the page clock one fixed step, take a screenshot and judge the
+page settle, advance the page clock one fixed step, settle, take a screenshot and judge the
 action's assertion; stop at the first failed action or failed assertion. Visual
 checkpoints are screenshot 0 and every flagged step reached, each scored against the
 task's reference checkpoint.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -26,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.browser import Browser, SiteMap, page_session
+from evaluator.browser import Browser, JsonPage, SiteMap, page_session, rss_bytes
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class Watchdog:
         self.browser_killed = False
         self._deadline: float | None = None
         self._killed_at: float | None = None
+        self._renderers: list[int] = []
+        self._renderers_until = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="iwr-watchdog", daemon=True)
         self._thread.start()
@@ -84,6 +87,7 @@ class Watchdog:
     @contextlib.contextmanager
     def guard(self, seconds: float):
         self.tripped, self._killed_at = None, None
+        self._renderers_until = 0.0  # a new step may run in a new renderer: look it up again
         self._deadline = time.monotonic() + max(0.0, seconds)
         try:
             yield self
@@ -110,8 +114,14 @@ class Watchdog:
                 self._trip("timeout")
             elif now >= next_memory_check:
                 next_memory_check = now + 0.25
-                if self.browser.renderer_rss_bytes() > self.limits.renderer_memory_mb * 2**20:
+                if self._renderer_rss(now) > self.limits.renderer_memory_mb * 2**20:
                     self._trip("memory")
+
+    def _renderer_rss(self, now: float) -> int:
+        """Renderers' resident memory; the renderer list is looked up in /proc at most once a second."""
+        if now >= self._renderers_until:
+            self._renderers, self._renderers_until = self.browser.renderer_pids(), now + 1.0
+        return sum(rss_bytes(pid) for pid in self._renderers)
 
     def _trip(self, reason: str) -> None:
         self.tripped = reason
@@ -133,6 +143,9 @@ class TaskRun:
     numbering: str = "after_action"
     seed: int = 0
     cache: object | None = None  # OcrCache shared by the checkpoints of a worker
+    # OcrCache kept between runs (on disk) for the reference checkpoints only: they are the same for
+    # every submission, while generated screenshots are not worth keeping beyond the worker.
+    reference_cache: object | None = None
     record_video: bool = True
     ref_cache: dict = field(default_factory=dict)  # reference OCR text by checkpoint path
     # When a list is given, video conversions are left running and their handles appended here:
@@ -185,7 +198,9 @@ def _drive(browser: Browser, run: TaskRun, limits: ReplayLimits, watchdog: Watch
     steps: list[dict] = []
     error = None
     session = None
-    with tempfile.TemporaryDirectory(prefix="iwr-video-") as video_tmp:
+    # The recording goes to a folder beside the artifacts, not to /tmp: inside the job sandbox
+    # /tmp is its own file system, from which the finished video could not be renamed into place.
+    with tempfile.TemporaryDirectory(prefix=".video-", dir=run.out_dir) as video_tmp:
         try:
             with page_session(browser, site, run.task.width, run.task.height,
                               video_dir=Path(video_tmp) if run.record_video else None, seed=run.seed,
@@ -211,13 +226,15 @@ def _read_page_counts(session, watchdog: Watchdog, steps: list[dict]) -> None:
         session.page_counts = session.counts()
 
 
-def _keep(video: Path, out_dir: Path) -> Path:
-    """Move the WebM out of the temporary folder before it is removed."""
+def _keep(video: Path, out_dir: Path) -> Path | None:
+    """Move the WebM out of the temporary folder before it is removed (copied across file systems)."""
     target = out_dir / "replay.webm"
-    with contextlib.suppress(OSError):
-        video.replace(target)
-        return target
-    return video
+    try:
+        shutil.move(video, target)
+    except OSError as exc:
+        log.warning("replay video lost: %s", exc)
+        return None
+    return target
 
 
 def _run_steps(session, run: TaskRun, limits: ReplayLimits, watchdog: Watchdog, started: float,
@@ -260,7 +277,7 @@ def _load_step(session, run: TaskRun, limits: ReplayLimits, watchdog: Watchdog) 
             step["screenshot"] = _shot(session, run.out_dir, 0)
             step["_state"] = _capture(session, run.out_dir / STEP_SHOT.format(k=0))
             step["_blocks"] = step["_state"].blocks
-        step.update(executed=True, passed=True, reason="loaded")
+        step.update(executed=True, passed=True, reason="loaded", startup_steps=session.startup_steps)
     except Exception as exc:  # no screenshot of a page that did not load: the task counts 0 anyway
         step["reason"] = _failure_reason(exc, watchdog, session)
     step["elapsed_ms"] = int((time.monotonic() - begin) * 1000)
@@ -280,7 +297,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
     begin = time.monotonic()
     try:
         with watchdog.guard(seconds):
-            target = find_target(session.page, action, run.params) if action.type in TARGETED else None
+            target = find_target(JsonPage(session.page), action, run.params) if action.type in TARGETED else None
             step.update(_target_record(target))
             executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
@@ -300,9 +317,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
 
 
 def _after_action(session, run: TaskRun, k: int, step: dict) -> None:
-    session.settle(frames=0)  # the action's own effects (promises, fetches) before time moves
-    session.advance_clock()
-    session.settle()
+    session.after_action()
     step["screenshot"] = _shot(session, run.out_dir, k)
     after = _capture(session, run.out_dir / step["screenshot"])
     step["_state"] = after
@@ -353,7 +368,7 @@ def _capture(session, screenshot: Path):
     """The page state the assertion judge compares (DOM text, blocks, focus, values, screenshot)."""
     from evaluator.judges.state import capture_state
 
-    return capture_state(session.page, screenshot=screenshot)
+    return capture_state(JsonPage(session.page), screenshot=screenshot)
 
 
 def _shot(session, out_dir: Path, k: int) -> str:
@@ -454,7 +469,35 @@ def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> d
     ref_blocks = _reference_blocks(run.task, ref)
     use_blocks = ref_blocks is not None and gen_blocks is not None
     return score_checkpoint(ref, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
-                            gen_blocks=gen_blocks if use_blocks else None, cache=run.cache)
+                            gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref))
+
+
+def _ocr_cache(run: TaskRun, ref: Path):
+    """The cache a checkpoint is scored with: the reference read through the kept cache, the rest in memory."""
+    if run.reference_cache is None:
+        return run.cache
+    from evaluator.metrics import visual_params
+    from evaluator.metrics.ocr import OcrCache, ocr_page
+
+    ocr_page(ref, visual_params(run.params.get("visual")), run.reference_cache)  # OCR'd once per task set
+    return ReferenceFirstCache(run.cache if run.cache is not None else OcrCache(), run.reference_cache)
+
+
+class ReferenceFirstCache:
+    """OCR results in ``memory``, falling back to ``reference`` (read only): generated pictures are never kept.
+
+    A generated screenshot identical to its reference checkpoint finds the reference's reading.
+    """
+
+    def __init__(self, memory, reference):
+        self.memory, self.reference = memory, reference
+
+    def get(self, key: str):
+        hit = self.memory.get(key)
+        return hit if hit is not None else self.reference.get(key)
+
+    def put(self, key: str, result) -> None:
+        self.memory.put(key, result)
 
 
 def _reference_blocks(task, checkpoint: Path) -> list | None:

@@ -3,7 +3,7 @@
 ``score()`` reads the task set, takes in the bundle, replays the tasks in parallel worker
 processes and writes::
 
-    OUT/results.json            the contract (protocol, evaluator_version, tasks, summary)
+    OUT/results.json            the contract (protocol, evaluator_version, ocr_engine, tasks, summary)
     OUT/progress.jsonl          one JSON line per finished task, appended as they finish
     OUT/job.json                how the job ran (bundle warnings, workers, timings)
     OUT/tasks/<key>/result.json one task's result, written as soon as it finishes
@@ -87,8 +87,8 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
     finally:
         shutil.rmtree(out_dir / BUNDLE_DIR, ignore_errors=True)
     ordered = {t.key: results[t.key] for t in tasks}
-    document = {"protocol": proto.full_name, "evaluator_version": __version__, "tasks": ordered,
-                "summary": _summary(ordered, tasks)}
+    document = {"protocol": proto.full_name, "evaluator_version": __version__, "ocr_engine": _ocr_engine(),
+                "tasks": ordered, "summary": _summary(ordered, tasks)}
     _write_json(out_dir / "results.json", document)
     _write_json(out_dir / "job.json", _job_info(bundle, dataset, workers, started))
     return document
@@ -152,6 +152,16 @@ def _summary(results: dict, tasks) -> dict:
     return summarize(results, tasks)
 
 
+def _ocr_engine() -> str:
+    """The OCR engine and its version (another version may read a few words differently)."""
+    from evaluator.metrics.ocr import ocr_engine
+
+    try:
+        return ocr_engine()
+    except Exception as exc:  # no engine: every checkpoint recorded its own error already
+        return f"unavailable: {str(exc)[:200]}"
+
+
 def _job_info(bundle, dataset, workers, started: float) -> dict:
     from evaluator.sandbox import ACTIVE_ENV
 
@@ -193,7 +203,8 @@ def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict) -> 
     ctx = multiprocessing.get_context("spawn")
     outbox = ctx.Queue()
     pool = _Pool(ctx, job, outbox, reporter, by_key)
-    pending = list(todo)
+    # Longest tasks first: the run ends when its last task does, so long ones should not come last.
+    pending = sorted(todo, key=lambda key: -len(by_key[key].actions))
     pool.slots = [pool.start() for _ in range(n_workers)]
     try:
         while len(pool.results) < len(todo):
@@ -209,8 +220,10 @@ def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict) -> 
             if pool.failed_starts >= MAX_FAILED_STARTS:
                 raise WorkerError(f"evaluator workers could not start: {pool.last_fatal or 'see the job log'}")
     finally:
+        for slot in pool.slots:  # all at once: the workers wind down (videos, Chromium) in parallel
+            _request_stop(slot)
         for slot in pool.slots:
-            _stop(slot)
+            _stop(slot, ask=False)
     return pool.results
 
 
@@ -281,10 +294,15 @@ def _broken(slot: _Slot, task_limit: float) -> str | None:
     return None
 
 
-def _stop(slot: _Slot) -> None:
-    """Ask a worker to stop; kill its whole process group (Chromium included) if it does not."""
+def _request_stop(slot: _Slot) -> None:
     with contextlib.suppress(Exception):
         slot.inbox.put(None)
+
+
+def _stop(slot: _Slot, ask: bool = True) -> None:
+    """Ask a worker to stop; kill its whole process group (Chromium included) if it does not."""
+    if ask:
+        _request_stop(slot)
     # An idle worker may still be finishing replay videos; a busy one is killed at once.
     slot.process.join(timeout=0 if slot.task else VIDEO_DRAIN_S)
     if slot.process.is_alive() and slot.process.pid:
@@ -293,10 +311,14 @@ def _stop(slot: _Slot) -> None:
         slot.process.join(timeout=5)
 
 
-def _task_limit(job: Job) -> float:
+def _limits(job: Job) -> dict:
     from evaluator.protocols import get_protocol
 
-    limits = {**get_protocol(job.protocol).params.get("limits", {}), **job.limits_override}
+    return {**get_protocol(job.protocol).params.get("limits", {}), **job.limits_override}
+
+
+def _task_limit(job: Job) -> float:
+    limits = _limits(job)
     # The worker enforces the task limit itself; this is the backstop for a worker that cannot.
     return float(limits.get("task_timeout_s", 120)) + 3 * float(limits.get("kill_grace_s", 5)) + 30
 
@@ -304,6 +326,8 @@ def _task_limit(job: Job) -> float:
 def _finish(job: Job, key: str, result: dict, reporter) -> dict:
     task_dir = job.out_dir / "tasks" / key
     task_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in task_dir.glob(".video-*"):  # the recording folder of a worker killed mid-task
+        shutil.rmtree(leftover, ignore_errors=True)
     _write_json(task_dir / "result.json", result)
     reporter.done(key, result)
     return result
@@ -378,9 +402,10 @@ class _Worker:
         self.job = job
         self.dataset = load_dataset(job.data_path)
         self.params = get_protocol(job.protocol).params
-        self.params["limits"] = {**self.params.get("limits", {}), **job.limits_override}
+        self.params["limits"] = _limits(job)
         self.limits = self.params["limits"]
-        self.cache = OcrCache(directory=job.ocr_cache_dir)
+        self.cache = OcrCache()  # generated screenshots: this worker's memory only
+        self.reference_cache = OcrCache(directory=job.ocr_cache_dir) if job.ocr_cache_dir else None
         self.videos: list = []  # conversions still running while the next task replays
 
     def serve(self, browser, inbox, outbox, index: int) -> bool:
@@ -403,7 +428,8 @@ class _Worker:
 
         task = self.dataset.task(key)
         run = TaskRun(task, Path(self.job.pages[key]), self.job.out_dir / "tasks" / key, self.params,
-                      self.dataset.numbering, cache=self.cache, record_video=self.job.record_video,
+                      self.dataset.numbering, cache=self.cache, reference_cache=self.reference_cache,
+                      record_video=self.job.record_video,
                       pending_videos=self.videos)
         try:
             return replay_task(browser, run)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.browser import SiteMap, content_type, launch, page_session
+from evaluator.browser import JsonPage, SiteMap, content_type, launch, page_session
 
 pytestmark = pytest.mark.browser
 
@@ -123,6 +123,64 @@ def test_it_runs_page_timers_only_when_the_clock_advances(browser, tmp_path: Pat
     assert (before, after) == ("no", "yes")
 
 
+# A module loader in the manner of require.js: each module is fetched once the previous one has
+# arrived, and its callback runs on a short timer, so the page binds only after three round trips.
+CHAINED_LOADER = """<p id="out">{{template}}</p><script>
+  function load(src, done) {
+    const s = document.createElement('script');
+    s.src = src;
+    s.onload = () => setTimeout(done, 4);
+    document.head.appendChild(s);
+  }
+  setTimeout(() => load('a.js', () => load('b.js', () => load('c.js', () => {
+    document.getElementById('out').textContent = 'bound ' + [A, B, C].join('') + ' at ' + Date.now();
+  }))), 4);
+</script>"""
+
+
+def test_it_runs_start_up_that_loads_code_after_the_load_event(browser, tmp_path: Path):
+    """A page that chains module loads through timers is bound before screenshot 0, after the same steps each time."""
+    site = make_site(tmp_path, CHAINED_LOADER, {"a.js": "var A = 1;", "b.js": "var B = 2;", "c.js": "var C = 3;"})
+    seen = set()
+    for _ in range(3):
+        with page_session(browser, site, W, H) as session:
+            seen.add((session.page.inner_text("#out"), session.startup_steps, session.page.evaluate("Date.now()")))
+    assert len(seen) == 1, seen
+    text, steps, now = seen.pop()
+    step = session.settle_params["startup_step_ms"]
+    assert text.startswith("bound 123 at ") and 3 <= steps < session.settle_params["startup_max_steps"]
+    assert now == 1704110400000 + session.settle_params["load_clock_ms"] + steps * step
+
+
+def test_it_bounds_start_up_steps_on_a_page_that_never_stops_fetching(browser, tmp_path: Path):
+    """A page polling the network on a timer gets exactly startup_max_steps steps, then its screenshot."""
+    html = "<p id='n'>0</p><script>setInterval(() => fetch('data.json').then(() => n.textContent++), 50);</script>"
+    with page_session(browser, make_site(tmp_path, html, {"data.json": "{}"}), W, H) as session:
+        steps, limit = session.startup_steps, session.settle_params["startup_max_steps"]
+    assert steps == limit
+
+
+def test_a_page_that_fetches_without_pause_still_loads_within_a_bound(browser, tmp_path: Path):
+    """A fetch loop that never leaves the network quiet ends start-up stepping at its real-time bound."""
+    html = "<p>busy</p><script>(async () => { while (true) await fetch('data.json'); })();</script>"
+    begin = time.monotonic()
+    with page_session(browser, make_site(tmp_path, html, {"data.json": "{}"}), W, H) as session:
+        p = session.settle_params
+        startup_bound = p["network_quiet_ms"] + p["startup_max_steps"] * p["dom_quiet_ms"]
+        settle_bound = p["network_quiet_ms"] + p["dom_quiet_max_ms"]
+        assert session.page.inner_text("p") == "busy"
+    # Without the bound: 2 s of network wait for each of the 20 steps, longer than the load limit.
+    assert time.monotonic() - begin < (startup_bound + settle_bound) / 1000 + 3
+
+
+def test_a_page_without_late_start_up_gets_only_the_load_step(browser, tmp_path: Path):
+    """No request after load: no start-up step, page time is the load step exactly (favicon requests do not count)."""
+    html = '<link rel="icon" href="favicon.ico"><p>plain</p><script>setTimeout(() => document.title = "t", 10)</script>'
+    with page_session(browser, make_site(tmp_path, html, {"favicon.ico": png()}), W, H) as session:
+        assert session.startup_steps == 0 and session.page.title() == "t"
+        assert session.page.evaluate("Date.now()") == 1704110400000 + session.settle_params["load_clock_ms"]
+
+
 def test_it_dismisses_dialogs_and_closes_popups_and_downloads(browser, tmp_path: Path):
     """Dialogs never block, popups are closed and downloads refused; all are counted."""
     html = """<a id="pop" href="http://popup.example/" target="_blank">pop</a>
@@ -160,6 +218,67 @@ def test_it_settles_quickly_when_quiet_and_within_bound_when_not(browser, tmp_pa
         busy_s = time.monotonic() - begin
     bound = session.settle_params["dom_quiet_max_ms"] / 1000
     assert not result["quiet"] and bound <= busy_s < bound + 1.5
+
+
+SCREENSHOT_PAGE = """<style>
+  @keyframes spin { to { transform: rotate(360deg); } }
+  #spin { width: 40px; height: 40px; background: #c00; animation: spin 2s linear infinite; }
+  #grow { width: 10px; height: 20px; background: #00c; transition: width 5s; }
+</style>
+<div id="spin"></div><div id="grow"></div><input id="field" value="typed text" autofocus>"""
+
+
+def test_its_screenshots_have_the_pixels_of_playwrights(browser, tmp_path: Path):
+    """Caret hidden, animations finished or cancelled: the same pixels as Playwright's page.screenshot,
+    and afterwards the page is as it was (caret colour, running animations)."""
+    with page_session(browser, make_site(tmp_path, SCREENSHOT_PAGE), W, H) as session:
+        page = session.page
+        page.evaluate("document.getElementById('grow').style.width = '300px'; scrollTo(0, 7.5)")
+        page.focus("#field")
+        ours = session.screenshot(tmp_path / "ours.png")
+        theirs = page.screenshot(animations="disabled", caret="hide")
+        after = page.evaluate("[document.getElementById('field').style.caretColor, "
+                              "document.getAnimations().map(a => a.playState).sort().join()]")
+    assert Image.open(io.BytesIO(ours)).size == (W, H) and (tmp_path / "ours.png").read_bytes() == ours
+    assert _pixels(ours) == _pixels(theirs)
+    assert after == ["", "running"]
+
+
+def _pixels(png: bytes) -> bytes:
+    return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
+
+
+def test_an_action_s_frame_bound_events_run_before_page_time_moves(browser, tmp_path: Path):
+    """A scroll handler (dispatched on the next frame) that starts a timer sees it fire in the same clock step."""
+    html = """<body style="height: 4000px"><p id="top" hidden>Back to top</p><script>
+      addEventListener('scroll', () => setTimeout(() => document.getElementById('top').hidden = false, 300));
+    </script></body>"""
+    shown = []
+    for _ in range(3):
+        with page_session(browser, make_site(tmp_path, html), W, H) as session:
+            session.page.evaluate("scrollBy(0, 500)")
+            session.after_action()
+            shown.append(session.page.evaluate("!document.getElementById('top').hidden"))
+    assert shown == [True, True, True]
+
+
+def test_a_json_page_returns_exactly_what_playwright_returns(browser, tmp_path: Path):
+    """Through JSON or not, page functions and expressions give the same Python values and the same errors."""
+    scripts = [
+        ("({n}) => ({list: [1, 2.5, 'x', null, undefined, true], deep: [{a: n}], gone: undefined})", {"n": 3}),
+        ("async () => ({negative_zero: -0, nan: NaN, big: 1e300 * 10})", None),
+        ("document.title", None),
+        ("() => undefined", None),
+        ("() => 'caf\u00e9 \ud83d\ude00'", None),
+    ]
+    with page_session(browser, make_site(tmp_path, "<title>T</title><p>x</p>"), W, H) as session:
+        page, wrapped = session.page, JsonPage(session.page)
+        for script, arg in scripts:
+            assert repr(wrapped.evaluate(script, arg)) == repr(page.evaluate(script, arg)), script
+        with pytest.raises(Exception, match="boom"):
+            wrapped.evaluate("() => { throw new Error('boom'); }")
+        assert wrapped.evaluate_handle("() => document.body").as_element() is not None
+        assert wrapped.url == page.url
 
 
 def test_it_takes_viewport_screenshots_and_records_video(browser, tmp_path: Path):

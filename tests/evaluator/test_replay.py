@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from evaluator.browser import launch
 from evaluator.dataset import load_dataset
@@ -78,6 +79,34 @@ def test_it_passes_every_step_of_a_page_that_does_the_task(browser, dataset, tmp
     assert (out / "replay.mp4").stat().st_size > 0 and not (out / "replay.webm").exists()
     assert json.loads((out / "blocked.json").read_text()) == []
     assert "errors" in json.loads((out / "console.json").read_text())
+
+
+def test_it_keeps_only_reference_ocr_between_runs(browser, dataset, tmp_path: Path, monkeypatch):
+    """With a kept reference cache the reference checkpoints are read once and stored, generated screenshots
+    never are; a later run reads only its own screenshots and scores the same."""
+    from evaluator.metrics import image_key, ocr
+    from evaluator.metrics.ocr import OcrCache
+
+    read = []
+    real = ocr._run_tesseract
+    monkeypatch.setattr(ocr, "_run_tesseract", lambda image, *config: read.append(image_key(image)) or
+                        real(image, *config))
+    reference = image_key(Image.open(dataset.task("t1").checkpoint_path(0)).convert("RGB"))
+    kept = tmp_path / "ocr-cache"
+    results = []
+    for run in range(2):
+        page = tmp_path / "bundle" / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(GOOD_PAGE)
+        task_run = TaskRun(dataset.task("t1"), page, tmp_path / f"out{run}", get_protocol().params, dataset.numbering,
+                           cache=OcrCache(), reference_cache=OcrCache(directory=kept), record_video=False)
+        read.clear()
+        results.append(replay_task(browser, task_run))
+        stored = sorted(path.name.split("-")[0] for path in kept.iterdir())
+        assert stored == [reference], stored  # every checkpoint of this task set is the same picture
+        assert (reference in read) == (run == 0) and len(set(read) - {reference}) >= 2, read
+    assert [r["vfs"] for r in results] == [results[0]["vfs"]] * 2
+    assert results[0]["steps"][0]["visual"] == results[1]["steps"][0]["visual"]
 
 
 def test_it_keeps_held_out_text_out_of_the_result(browser, dataset, tmp_path: Path):

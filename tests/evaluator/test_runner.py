@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.bundle import make_bundle_zip
+from evaluator.metrics.ocr import ocr_engine
 from evaluator.runner import WorkerError, score
 from evaluator.sandbox import JobLimits, SandboxError, bubblewrap_problem, resolve_backend, run_job
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
@@ -62,6 +63,7 @@ def test_it_writes_results_in_the_contract_shape(job):
     on_disk = json.loads((job["out"] / "results.json").read_text())
     assert on_disk == job["results"]
     assert on_disk["protocol"] == "iwr-det-1" and on_disk["evaluator_version"] == __version__
+    assert on_disk["ocr_engine"] == ocr_engine() and "tesseract" in on_disk["ocr_engine"]
     assert list(on_disk["tasks"]) == list(TASK_KEYS)
     for task in on_disk["tasks"].values():
         assert set(SCORE_FIELDS) | {"steps"} <= set(task)
@@ -107,16 +109,34 @@ def test_the_same_bundle_scores_identically_every_time(job, tmp_path: Path):
 @pytest.mark.browser
 @needs_bwrap
 def test_the_cli_scores_a_zip_bundle_inside_bubblewrap(job, tmp_path: Path):
-    """`python -m evaluator score` runs the job in bubblewrap and writes the same results."""
+    """`python -m evaluator score` runs the job in bubblewrap and writes the same results and a playable replay."""
     bundle_zip = make_bundle_zip({"1": GOOD_PAGE, "2": HALF_PAGE}, tmp_path / "bundle.zip")
     out = tmp_path / "cli-out"
-    done = _cli("--data", job["data"], "--bundle", bundle_zip, "--out", out, "--workers", "1", "--no-video",
-                "--tasks", "1,3")
+    done = _cli("--data", job["data"], "--bundle", bundle_zip, "--out", out, "--workers", "1", "--tasks", "1,3")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["n_tasks"] == 2
     results = json.loads((out / "results.json").read_text())
     assert scores_of(results) == {k: v for k, v in scores_of(job["results"]).items() if k in ("1", "3")}
     assert json.loads((out / "job.json").read_text())["sandbox"] == "bubblewrap"
+    task_dir = out / "tasks" / "1"
+    assert mp4_facts(task_dir / "replay.mp4") == {"format": "mp4", "codec": "h264", "size": [640, 400]}
+    assert sorted(p.name for p in task_dir.iterdir() if not p.name.startswith("step_")) == [
+        "blocked.json", "console.json", "replay.mp4", "result.json"]
+
+
+def mp4_facts(path: Path) -> dict:
+    """Container, codec and frame size of a video as ffprobe reads it (a file it cannot read fails here)."""
+    assert path.is_file(), f"{path} missing"
+    assert path.read_bytes()[4:8] == b"ftyp", "not an MP4 file"
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=format_name,duration:"
+                            "stream=codec_name,width,height", "-of", "json", str(path)],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    info = json.loads(probe.stdout)
+    stream, fmt = info["streams"][0], info["format"]
+    assert float(fmt["duration"]) > 0
+    return {"format": "mp4" if "mp4" in fmt["format_name"].split(",") else fmt["format_name"],
+            "codec": stream["codec_name"], "size": [stream["width"], stream["height"]]}
 
 
 def test_it_stops_with_a_reason_when_workers_cannot_start(tmp_path: Path, monkeypatch):

@@ -52,31 +52,7 @@ def _leading(task, test) -> int:
     return count
 
 
-_EMPTY_VFS = (
-    "metrics: a blank page keeps VFS 0.22-0.36 (global similarity 0.7-0.93 from pixel MAE and colour histogram "
-    "of mostly-white pages; style ~0.47 and overall SSIM 0.5-0.9 although no block is matched), so "
-    "Final = 0.3 x VFS stays 0.065-0.11 > 0.05"
-)
-
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    **{("empty-final", key): _EMPTY_VFS for key in sample_task_keys()},
-    ("snapshot-ifs", "2048-merge-chain"): (
-        "assertion judge: on the static snapshot ArrowDown only scrolls the page (changed via pixels+scroll, "
-        "text and DOM unchanged), yet step 1 passes: the quoted '2' already shown before counts as a held "
-        "state phrase (phrases_held 0.5 >= phrase_fraction 0.5) although the reference delta (+4 -2) does not "
-        "agree at all (F1 0.0); steps 2-4 carry no assertion, so IFS 0.5 instead of 0"
-    ),
-    ("implementation", "todomvc-vanillajs-list:angularjs_require"): (
-        "browser clock: the require.js app loads its modules after the load step's single clock advance, and "
-        "the timers it then sets wait for the paused clock until action 1 is over; screenshot 0 shows the "
-        "unbound template and Enter at step 2 adds nothing ('page did not change'). With real time the same "
-        "page adds the item (also knockoutjs_require, backbone_require, somajs_require, troopjs_require)"
-    ),
-    ("implementation", "todomvc-backbone-bulk:react"): (
-        "targeting: step 5 'Click the 'Mark all as complete' checkbox to the left of the input' finds nothing "
-        "(best: the 'Completed' link, 0.408 < 0.45) because React's #toggle-all has no label; the position "
-        "cue is not used relative to the input (also vue, emberjs, mithril, react-backbone)"
-    ),
 }
 
 

@@ -1,0 +1,165 @@
+"""JavaScript the evaluator runs inside pages: determinism, settling, screenshots, counters.
+
+Kept apart from :mod:`evaluator.browser`, which sends these scripts to Chromium and reads
+what they return.
+"""
+
+INIT_SCRIPT = r"""
+(() => {
+  const seed = %(seed)d >>> 0;
+  function mulberry32(a) {
+    return function () {
+      a |= 0; a = (a + 0x6D2B79F5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const rand = mulberry32(seed);
+  Math.random = rand;
+  const bytesRand = mulberry32(seed ^ 0x9E3779B9);
+  if (window.crypto && crypto.getRandomValues) {
+    const fill = function (arr) {
+      const bytes = new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(bytesRand() * 256);
+      return arr;
+    };
+    try { Object.defineProperty(Crypto.prototype, 'getRandomValues', {value: fill}); } catch (e) {}
+    try {
+      Object.defineProperty(Crypto.prototype, 'randomUUID', {value: function () {
+        const b = fill(new Uint8Array(16));
+        b[6] = (b[6] & 0x0f) | 0x40; b[8] = (b[8] & 0x3f) | 0x80;
+        const h = Array.from(b, x => x.toString(16).padStart(2, '0')).join('');
+        return `${h.slice(0,8)}-${h.slice(8,12)}-${h.slice(12,16)}-${h.slice(16,20)}-${h.slice(20)}`;
+      }});
+    } catch (e) {}
+  }
+  // Native timers, kept before the fake clock replaces them: settle() measures real quiet time.
+  window.__iwrNative = {
+    raf: window.requestAnimationFrame.bind(window),
+    setTimeout: window.setTimeout.bind(window),
+    clearTimeout: window.clearTimeout.bind(window),
+    now: performance.now.bind(performance),
+  };
+  const counts = window.__iwrCounts = {alert: 0, confirm: 0, prompt: 0, open: 0, print: 0};
+  window.alert = function () { counts.alert++; };
+  window.confirm = function () { counts.confirm++; return false; };
+  window.prompt = function () { counts.prompt++; return null; };
+  window.print = function () { counts.print++; };
+  window.open = function () { counts.open++; return null; };
+  // Mutation bookkeeping for settle(): time of the last DOM change, by the native clock.
+  window.__iwrLastMutation = 0;
+  const watch = () => {
+    new MutationObserver(() => { window.__iwrLastMutation = window.__iwrNative.now(); })
+      .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  };
+  watch();
+})();
+"""
+
+SETTLE_SCRIPT = r"""
+async ({frames, quietMs, maxMs, minMs}) => {
+  const n = window.__iwrNative;
+  if (!n) return {frames: 0, quiet: false, waited: 0};
+  const start = n.now();
+  const frame = () => new Promise(resolve => {
+    const t = n.setTimeout(resolve, 100);   // hidden pages get no frames: do not wait forever
+    n.raf(() => { n.clearTimeout(t); resolve(); });
+  });
+  for (let i = 0; i < frames; i++) await frame();
+  const sleep = ms => new Promise(resolve => n.setTimeout(resolve, ms));
+  const done = (quiet, now) => ({frames, quiet, waited: Math.round(now - start)});
+  while (true) {
+    const now = n.now(), elapsed = now - start;
+    const since = now - (window.__iwrLastMutation || 0);
+    if (since >= quietMs && elapsed >= minMs) return done(true, now);
+    if (elapsed >= maxMs) return done(false, now);
+    await sleep(Math.min(Math.max(quietMs - since, minMs - elapsed), maxMs - elapsed) + 1);
+  }
+}
+"""
+
+# Playwright's own screenshot preparation (page.screenshot with animations="disabled" and
+# caret="hide"), run in one call per frame: the caret is made transparent, finite animations
+# are finished and infinite ones cancelled until SCREENSHOT_CLEANUP; then fonts are awaited and
+# the visual viewport to capture is returned. Same steps, so the same pixels as page.screenshot.
+SCREENSHOT_PREPARE = r"""
+async (fontsMs) => {
+  const roots = [];
+  const collect = (root) => {
+    roots.push(root);
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    do {
+      const node = walker.currentNode;
+      const shadow = node instanceof Element ? node.shadowRoot : null;
+      if (shadow) collect(shadow);
+    } while (walker.nextNode());
+  };
+  collect(document);
+  const cleanups = [];
+  const carets = new Map();
+  for (const root of roots) {
+    root.querySelectorAll("input,textarea,[contenteditable]").forEach((el) => {
+      const style = el.style;
+      carets.set(el, {value: style.getPropertyValue("caret-color"),
+                      priority: style.getPropertyPriority("caret-color")});
+      el.style.setProperty("caret-color", "transparent", "important");
+    });
+  }
+  cleanups.push(() => { for (const [el, v] of carets) el.style.setProperty("caret-color", v.value, v.priority); });
+  const paused = new Set();
+  const handle = (root) => {
+    for (const animation of root.getAnimations()) {
+      if (!animation.effect || animation.playbackRate === 0 || paused.has(animation)) continue;
+      if (Number.isFinite(animation.effect.getComputedTiming().endTime)) {
+        try { animation.finish(); } catch (e) {}
+      } else {
+        try { animation.cancel(); paused.add(animation); } catch (e) {}
+      }
+    }
+  };
+  for (const root of roots) {
+    const onRoot = handle.bind(null, root);
+    onRoot();
+    root.addEventListener("transitionrun", onRoot);
+    root.addEventListener("animationstart", onRoot);
+    cleanups.push(() => {
+      root.removeEventListener("transitionrun", onRoot);
+      root.removeEventListener("animationstart", onRoot);
+    });
+  }
+  cleanups.push(() => { for (const animation of paused) { try { animation.play(); } catch (e) {} } });
+  window.__iwrScreenshotCleanup = () => { for (const c of cleanups) c(); delete window.__iwrScreenshotCleanup; };
+  const n = window.__iwrNative;
+  if (document.fonts && n) await Promise.race([document.fonts.ready, new Promise(r => n.setTimeout(r, fontsMs))]);
+  const v = window.visualViewport;
+  return v ? [v.pageLeft, v.pageTop, v.scale] : [scrollX, scrollY, 1];
+}
+"""
+SCREENSHOT_CLEANUP = "() => window.__iwrScreenshotCleanup && window.__iwrScreenshotCleanup()"
+
+COUNTS_SCRIPT = "() => window.__iwrCounts ? Object.assign({}, window.__iwrCounts) : {}"
+
+# Runs a page function (or expression) and returns its value as JSON text: Playwright's own
+# serialisation of large results (page state, candidate lists) costs several times more in the
+# page, the driver and Python than JSON.stringify and json.loads. Undefined becomes null, as
+# Playwright gives None; a value JSON cannot carry exactly (NaN, Infinity, -0, BigInt, cycles)
+# returns null instead of text and the caller evaluates the original the usual way.
+JSON_RESULT_HEAD = "async (__iwrArg) => {\nconst __iwrValue = (\n"
+JSON_RESULT_TAIL = r"""
+);
+  const result = typeof __iwrValue === "function" ? await __iwrValue(__iwrArg) : await __iwrValue;
+  let exact = true;
+  const keep = (key, v) => {
+    if (v === undefined) return null;
+    if (typeof v === "bigint" || (typeof v === "number" && (!Number.isFinite(v) || Object.is(v, -0)))) exact = false;
+    return v;
+  };
+  try {
+    const text = JSON.stringify(result, keep);
+    return exact ? text : null;
+  } catch (e) {
+    return null;
+  }
+}
+"""
