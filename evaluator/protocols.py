@@ -2,7 +2,7 @@
 
 A protocol is the complete set of choices that decide a score: how elements are found,
 how assertions are judged, how pages settle, the limits, and the visual metrics. Every
-stored score carries the protocol's full name (``iwr-det-1``); rankings never mix
+stored score carries the protocol's full name (``iwr-det-2``); rankings never mix
 protocols, and changing any parameter means a new version and a rescore.
 :meth:`Protocol.fingerprint` hashes the parameters so a test can catch a change made
 without a version bump.
@@ -252,9 +252,9 @@ class Protocol:
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det": Protocol(
         name="iwr-det",
-        version="1",
+        version="2",
         description="Deterministic and offline: rule-based element finding and assertion checks, "
-                    "Tesseract OCR, pixel/colour global similarity and a block comparison weighted like "
+                    "Tesseract OCR, a content-weighted global similarity and a block comparison weighted like "
                     "the official rubric. No LLM, no model weights.",
         sections={"targeting": _DET_TARGETING, "assertion": _DET_ASSERTION, "settle": _DET_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
@@ -273,7 +273,7 @@ DEFAULT_PROTOCOL = "iwr-det"
 
 
 def get_protocol(name: str = DEFAULT_PROTOCOL) -> Protocol:
-    """The registered protocol called ``name`` (a bare name like ``iwr-det`` or a full name ``iwr-det-1``)."""
+    """The registered protocol called ``name`` (a bare name like ``iwr-det`` or a full name ``iwr-det-2``)."""
     if name in PROTOCOLS:
         return PROTOCOLS[name]
     for protocol in PROTOCOLS.values():

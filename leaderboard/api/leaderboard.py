@@ -1,7 +1,7 @@
 """``GET /api/v1/leaderboard/``: a leaderboard view as JSON (read-only, anonymous, throttled).
 
 Query parameters: ``split`` (test | dev), ``protocol`` (a protocol name such as ``iwr-det``,
-a full name such as ``iwr-det-1``, or ``paper``), ``weights`` (all | open | proprietary),
+a full name such as ``iwr-det-2``, or ``paper``), ``weights`` (all | open | proprietary),
 ``verified`` (1 | 0), ``source`` (all | evaluated | reported), ``selection`` (best | latest).
 ``offset`` and ``limit`` (default 100, at most 1000) page through the rows; ``count`` is the
 view's total and ``next`` / ``previous`` link the neighbouring pages. Each page is the JSON

@@ -1,6 +1,6 @@
 """Which evaluations make a leaderboard, in what order, and how sure that order is.
 
-A leaderboard *view* is one split under one protocol version (``iwr-det-1``, or the paper's
+A leaderboard *view* is one split under one protocol version (``iwr-det-2``, or the paper's
 reported results), optionally narrowed by filters. The rules:
 
 - Only scored evaluations of public, unflagged submissions of that split under exactly

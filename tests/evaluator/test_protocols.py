@@ -11,15 +11,15 @@ from evaluator.protocols import PROTOCOLS, Protocol, get_protocol
 # without a version bump: bump the protocol's version (and rescore), or, while a version is still
 # unreleased, update its fingerprint here in the same change.
 PINNED_FINGERPRINTS = {
-    "iwr-det-1": "9a49384e163f71c5",
+    "iwr-det-2": "5e057986a1bae5e9",
     "iwr-official-1": "ad8b90cea5996512",
 }
 
 
-def test_it_defaults_to_iwr_det_1():
-    """The default protocol is iwr-det, version 1."""
+def test_it_defaults_to_iwr_det_2():
+    """The default protocol is iwr-det, version 2."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "1", "iwr-det-1")
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "2", "iwr-det-2")
     assert not protocol.requires_llm
 
 
@@ -81,8 +81,8 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-1 finds its protocol."""
-    assert get_protocol("iwr-det-1") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-2 finds its protocol."""
+    assert get_protocol("iwr-det-2") is get_protocol("iwr-det")
 
 
 def test_it_lists_known_protocols_for_an_unknown_name():

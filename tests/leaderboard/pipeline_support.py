@@ -70,7 +70,7 @@ def fake_evaluator(argv: list[str]) -> int:
     summary = {name: sum(r[name] for r in results.values()) / len(results)
                for name in ("ifs", "vfs", "final", "low_level", "high_level")}
     summary.update({"n_tasks": len(results), "by_category": {}})
-    _write(args.out / "results.json", {"protocol": "iwr-det-1", "evaluator_version": "fake-1",
+    _write(args.out / "results.json", {"protocol": "iwr-det-2", "evaluator_version": "fake-1",
                                        "tasks": results, "summary": summary})
     return 0
 

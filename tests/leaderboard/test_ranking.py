@@ -93,11 +93,11 @@ def test_only_public_scored_unflagged_entries_of_the_split_rank(owner):
 
 def test_it_never_mixes_protocols(owner):
     """Each protocol version and the paper's results are separate boards."""
-    make_entry(owner, model_name="v1")
-    make_entry(owner, model_name="v2", protocol="iwr-det-2")
+    make_entry(owner, model_name="current")
+    make_entry(owner, model_name="older", protocol="iwr-det-1")
     make_entry(None, kind=Submission.Kind.PAPER, model_name="GPT-5", protocol=PAPER_PROTOCOL, final=0.36)
-    assert names(board().entries) == ["v1"]
-    assert names(board(protocol="iwr-det-2").entries) == ["v2"]
+    assert names(board().entries) == ["current"]
+    assert names(board(protocol="iwr-det-1").entries) == ["older"]
     assert names(board(protocol="paper").entries) == ["GPT-5"]
 
 
@@ -142,13 +142,13 @@ def test_bad_parameters_are_named(params, message):
 
 def test_protocol_names_resolve_to_one_version(owner):
     """A bare name means its current version; `paper` the paper's results; old versions stay reachable."""
-    assert ranking.parse_query({}).protocol == "iwr-det-1"
-    assert ranking.parse_query({"protocol": "iwr-det"}).protocol == "iwr-det-1"
+    assert ranking.parse_query({}).protocol == "iwr-det-2"
+    assert ranking.parse_query({"protocol": "iwr-det"}).protocol == "iwr-det-2"
     assert ranking.parse_query({"protocol": "paper"}).protocol == PAPER_PROTOCOL
     make_entry(owner, model_name="old", protocol="iwr-det-0")
     bump_generation()
     assert ranking.parse_query({"protocol": "iwr-det-0"}).protocol == "iwr-det-0"
-    assert ranking.protocol_tabs("test") == ["iwr-det-1", "iwr-det-0"]
+    assert ranking.protocol_tabs("test") == ["iwr-det-2", "iwr-det-0"]
 
 
 # --------------------------------------------------------------------------- uncertainty
@@ -201,7 +201,7 @@ def test_entries_without_task_results_keep_their_place_in_rank_ranges(tasks):
 def _entry(final, ci=None, rank=1) -> ranking.Entry:
     return ranking.Entry(
         evaluation_id=int(final * 1000), submission_id=1, model_name=str(final), organisation="", model_size="",
-        kind="bundle", open_weights=False, verified=False, paper_url="", code_url="", protocol="iwr-det-1",
+        kind="bundle", open_weights=False, verified=False, paper_url="", code_url="", protocol="iwr-det-2",
         evaluator_version="", final=final, ifs=final, vfs=final, low_level=None, high_level=None, final_ci=ci,
         ifs_ci=None, vfs_ci=None, n_tasks=1, date=None, rank=rank,
     )

@@ -50,7 +50,7 @@ def test_rescoring_adds_a_low_priority_evaluation_and_keeps_the_old_one(
     with django_capture_on_commit_callbacks(execute=True):
         act(client, "rescore", [submission, no_bundle])
     new = submission.evaluations.exclude(pk=old.pk).get()
-    assert (new.protocol, new.status, new.is_rescore, new.priority) == ("iwr-det-1", "queued", True, 9)
+    assert (new.protocol, new.status, new.is_rescore, new.priority) == ("iwr-det-2", "queued", True, 9)
     assert sent == [new.pk]
     old.refresh_from_db()
     assert (old.protocol, old.status, old.final) == ("iwr-det-0", "scored", 0.3)
