@@ -87,9 +87,24 @@ def _score_here(args: argparse.Namespace) -> int:
     except WorkerError as exc:  # the machine, not the input: nothing scored, exit 1 (retryable)
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    _print_bundle_notes(args.out / "job.json")
     summary = results["summary"]
     print(json.dumps({k: summary.get(k) for k in ("final", "ifs", "vfs", "n_tasks")}))
     return 0
+
+
+def _print_bundle_notes(job_json: Path) -> None:
+    """Say which bundle folders matched no task and which tasks had no page (neither is fatal)."""
+    try:
+        bundle = json.loads(job_json.read_text(encoding="utf-8")).get("bundle", {})
+    except (OSError, ValueError):
+        return
+    if bundle.get("unmatched"):
+        print(f"note: bundle folder(s) matching no task being scored, ignored: {', '.join(bundle['unmatched'])}",
+              file=sys.stderr)
+    if bundle.get("missing"):
+        print(f"note: no page in the bundle for task(s), scored 0: {', '.join(bundle['missing'])}",
+              file=sys.stderr)
 
 
 def _print_progress(event: dict) -> None:

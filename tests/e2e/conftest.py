@@ -8,6 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
+
+from tests.leaderboard.base import PASSWORD
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "e2e"
 DESKTOP = {"width": 1280, "height": 900}
@@ -77,3 +80,12 @@ def _no_proxy(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+
+def log_in(page, url: str, username: str = "researcher") -> None:
+    """Sign in through the login form as ``username`` (made with tests.leaderboard.base.make_user)."""
+    page.goto(f"{url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("main button[type=submit]")
+    expect(page.locator(".user-nav")).to_contain_text(username)

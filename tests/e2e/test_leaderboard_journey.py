@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from leaderboard import tasksets
 from leaderboard.celery import app as celery_app
 from leaderboard.models import Evaluation, Submission, Task
-from tests.e2e.conftest import no_horizontal_overflow, snap, snap_path
-from tests.leaderboard.base import PASSWORD, make_user
+from tests.e2e.conftest import log_in, no_horizontal_overflow, snap, snap_path
+from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry
 from tests.leaderboard.pipeline_support import write_bundle, write_tiny_dataset
 
@@ -45,14 +45,6 @@ def site(live_server, settings, tmp_path):
     celery_app.conf.task_always_eager = True
     yield {"url": live_server.url, "bundle": write_bundle(tmp_path / "pages.zip", [t.key for t in tasks])}
     celery_app.conf.task_always_eager = previous
-
-
-def log_in(page, url: str) -> None:
-    page.goto(f"{url}/accounts/login/")
-    page.fill("input[name=username]", "researcher")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    expect(page.locator(".user-nav")).to_contain_text("researcher")
 
 
 def submit_bundle(page, url: str, bundle) -> None:

@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from evaluator.bundle import make_bundle_zip
 from leaderboard import tasksets
 from leaderboard.models import Task
-from tests.e2e.conftest import no_horizontal_overflow, snap, snap_path
-from tests.leaderboard.base import PASSWORD, make_user
+from tests.e2e.conftest import log_in, no_horizontal_overflow, snap, snap_path
+from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -86,14 +86,6 @@ def _store_bundle(submission, path) -> None:
 
     with open(path, "rb") as handle:
         submission.bundle.save("bundle.zip", File(handle), save=True)
-
-
-def log_in(page, url: str) -> None:
-    page.goto(f"{url}/accounts/login/")
-    page.fill("input[name=username]", "researcher")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    expect(page.locator(".user-nav")).to_contain_text("researcher")
 
 
 def probe_results(scope) -> dict[str, str]:

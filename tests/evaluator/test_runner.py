@@ -110,11 +110,13 @@ def test_the_same_bundle_scores_identically_every_time(job, tmp_path: Path):
 @needs_bwrap
 def test_the_cli_scores_a_zip_bundle_inside_bubblewrap(job, tmp_path: Path):
     """`python -m evaluator score` runs the job in bubblewrap and writes the same results and a playable replay."""
-    bundle_zip = make_bundle_zip({"1": GOOD_PAGE, "2": HALF_PAGE}, tmp_path / "bundle.zip")
+    bundle_zip = make_bundle_zip({"1": GOOD_PAGE, "2": HALF_PAGE, "extra": GOOD_PAGE}, tmp_path / "bundle.zip")
     out = tmp_path / "cli-out"
     done = _cli("--data", job["data"], "--bundle", bundle_zip, "--out", out, "--workers", "1", "--tasks", "1,3")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["n_tasks"] == 2
+    assert "note: bundle folder(s) matching no task being scored, ignored: 2, extra" in done.stderr
+    assert "note: no page in the bundle for task(s), scored 0: 3" in done.stderr
     results = json.loads((out / "results.json").read_text())
     assert scores_of(results) == {k: v for k, v in scores_of(job["results"]).items() if k in ("1", "3")}
     assert json.loads((out / "job.json").read_text())["sandbox"] == "bubblewrap"
