@@ -32,10 +32,14 @@ def make_job(job_dir: Path, data_jsonl: Path, bundle_dir: Path, tasks=None) -> P
 
 
 def scores(document: dict) -> dict:
-    """Per-task outcome: steps and IFS exactly; VFS and Final to 6 decimals (a handful of anti-aliased
-    pixels may differ between two Chromium processes, moving the visual score by about 1e-8)."""
-    return {key: (t["ifs"], round(t["vfs"], 6), round(t["final"], 6), t["steps_passed"])
-            for key, t in document["tasks"].items()}
+    """Per-task outcome that must match exactly: IFS and steps passed."""
+    return {key: (t["ifs"], t["steps_passed"]) for key, t in document["tasks"].items()}
+
+
+def visual_scores(document: dict) -> dict:
+    """Per-task VFS and Final, compared within 1e-5: a handful of anti-aliased pixels may differ between
+    two Chromium processes, which moves a visual score by up to about 2e-6 on the sample pages."""
+    return {f"{key}:{field}": t[field] for key, t in document["tasks"].items() for field in ("vfs", "final")}
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +68,7 @@ def test_container_scores_equal_the_host_evaluator(evaluator_image, reference_bu
     host = json.loads((host_out / "results.json").read_text())
     assert inside["protocol"] == host["protocol"] and inside["evaluator_version"] == host["evaluator_version"]
     assert scores(inside) == scores(host)
+    assert visual_scores(inside) == pytest.approx(visual_scores(host), abs=1e-5)
     assert inside["summary"]["final"] >= 0.9
 
 
