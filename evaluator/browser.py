@@ -2,7 +2,9 @@
 
 Two context managers hold the whole lifecycle:
 
-- :func:`launch` starts one Chromium (Debian's ``/usr/bin/chromium``) through Playwright.
+- :func:`launch` starts one Chromium through Playwright: Debian's headless shell
+  (``chromium-headless-shell``, the same engine without the browser's user interface, which
+  costs a fifth less CPU per task), or Debian's full ``chromium`` for a visible window.
   When the evaluator runs as root, Chromium runs as the unprivileged user ``iwr-sandbox``
   through a small wrapper script (generated at run time into a private temporary folder) so
   that Chromium keeps its own sandbox; otherwise it runs as the current user, sandbox on.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import logging
 import mimetypes
@@ -26,6 +29,7 @@ import pwd
 import shlex
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -47,8 +51,14 @@ log = logging.getLogger(__name__)
 
 ORIGIN = "http://iwr.test"
 ASSETS_PREFIX = "/__assets__/"
-# Debian's real binary first: its /usr/bin/chromium shell launcher adds flags that depend on
-# the machine (e.g. /dev/shm size), which would make rendering differ between hosts.
+# Debian's real binaries, not its /usr/bin/chromium shell launcher: that adds flags that depend
+# on the machine (e.g. /dev/shm size), which would make rendering differ between hosts. Scoring
+# runs headless, in the headless shell: same Blink and Skia, without the browser's user
+# interface, so less CPU per page; the full browser is the fallback and the only choice for
+# a visible window. Rendering differs between the two by a few anti-aliased pixels: a task
+# set's reference checkpoints are recorded with the browser that scores it (scripts/setup.sh
+# installs both), and results.json names the browser.
+HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 SANDBOX_USER = "iwr-sandbox"
 CONTAINER_SANDBOX_ENV = "IWR_CHROMIUM_SANDBOX"  # "0" only in docker/Dockerfile.evaluator
@@ -63,6 +73,12 @@ CHROMIUM_ARGS = (
     "--disable-gpu",
     "--force-color-profile=srgb",
     "--font-render-hinting=none",
+    # Repeatable pixels: with partial raster and several raster threads, the tiles of a page
+    # are drawn in an order that depends on timing, and a few anti-aliased pixels (gradients,
+    # icon edges) differed between runs of the same page. Whole tiles on one thread: same
+    # pixels run after run, at no measurable cost here.
+    "--disable-partial-raster",
+    "--num-raster-threads=1",
 )
 
 # 2024-01-01T12:00:00Z: every page sees the same "now" (Playwright takes seconds).
@@ -167,7 +183,7 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
     private = Path(tempfile.mkdtemp(prefix="iwr-browser-"))
     home = Path(tempfile.mkdtemp(prefix="iwr-chromium-home-"))
     try:
-        executable, as_user = _write_wrapper(private, home, sandbox)
+        executable, as_user = _write_wrapper(private, home, sandbox, headless)
         args = list(CHROMIUM_ARGS)
         if heap_mb:
             args.append(f"--js-flags=--max-old-space-size={int(heap_mb)}")
@@ -197,13 +213,13 @@ def _default_browsers_path() -> None:
         os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(local)
 
 
-def _write_wrapper(private: Path, home: Path, sandbox: bool) -> tuple[Path, str | None]:
+def _write_wrapper(private: Path, home: Path, sandbox: bool, headless: bool = True) -> tuple[Path, str | None]:
     """Write the script Playwright starts instead of Chromium; return it and the user it runs as.
 
     The script records Chromium's pid (so hung renderers can be killed) and, under root,
     hands the profile folder to the sandbox user and drops privileges with setpriv.
     """
-    chromium = shlex.quote(chromium_binary())
+    chromium = shlex.quote(chromium_binary(headless))
     q_home = shlex.quote(str(home))
     # TMPDIR: Chromium puts its singleton socket there; a sandboxed /tmp may not be writable.
     lines = ["#!/bin/sh", f"echo $$ > {shlex.quote(str(private / 'chromium.pid'))}", f"export TMPDIR={q_home}"]
@@ -227,13 +243,34 @@ def _write_wrapper(private: Path, home: Path, sandbox: bool) -> tuple[Path, str 
     return wrapper, as_user
 
 
-def chromium_binary() -> str:
-    """The Chromium executable: $IWR_CHROMIUM, else Debian's."""
+def chromium_binary(headless: bool = True) -> str:
+    """The Chromium to run: $IWR_CHROMIUM, else Debian's headless shell (if ``headless``), else its full browser."""
     override = os.environ.get("IWR_CHROMIUM")
-    for candidate in ([override] if override else CHROMIUM_CANDIDATES):
+    candidates = [override] if override else [*([HEADLESS_SHELL] if headless else []), *CHROMIUM_CANDIDATES]
+    for candidate in candidates:
         if Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            if headless and not override and candidate != HEADLESS_SHELL:
+                _warn_no_shell()
             return candidate
-    raise BrowserError("Chromium not found: install Debian's chromium package (scripts/setup.sh)")
+    raise BrowserError("Chromium not found: install Debian's chromium-headless-shell package (scripts/setup.sh)")
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_no_shell() -> None:
+    log.warning("%s missing: scoring with the full Chromium, which costs more CPU per page and renders a "
+                "few pixels differently (scripts/setup.sh installs the headless shell)", HEADLESS_SHELL)
+
+
+@functools.lru_cache(maxsize=4)
+def browser_version(headless: bool = True) -> str:
+    """The scoring browser and its version, e.g. ``chromium-headless-shell 156.0.8078.108``."""
+    binary = chromium_binary(headless)
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{Path(binary).name} (version unknown: {type(exc).__name__})"
+    version = out.split()[-1] if out.split() else "unknown"
+    return f"{Path(binary).name} {version}"
 
 
 def _give_to_sandbox_user(home: Path) -> None:

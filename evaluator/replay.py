@@ -335,15 +335,13 @@ def _judge(run: TaskRun, k: int, action, before, after) -> dict:
 
 def _reference_delta(run: TaskRun, k: int):
     """The reference's change at action k, mapped through the dataset's checkpoint numbering."""
-    from evaluator.judges.reference import reference_delta
+    from evaluator.judges.reference import checkpoint_pair, reference_delta
 
-    if run.numbering == "after_action":
-        return reference_delta(run.task, k, run.ref_cache, run.params)
-    flagged = run.task.flagged_steps
-    if run.numbering != "flagged" or k not in flagged:
+    pair = checkpoint_pair(run.task, k, run.numbering)
+    if pair is None:
         return None  # no reference checkpoint pair for this action: the judge uses the page alone
-    n = flagged.index(k) + 1
-    return reference_delta(run.task, n, run.ref_cache, run.params, before_k=n - 1)
+    kept = getattr(run.reference_cache, "directory", None)  # pixel changes are kept beside the reference OCR
+    return reference_delta(run.task, pair[1], run.ref_cache, run.params, before_k=pair[0], cache_dir=kept)
 
 
 def _step_record(k: int, action) -> dict:
@@ -464,15 +462,17 @@ def _counts_visually(step: dict) -> bool:
 
 
 def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> dict:
+    from evaluator.metrics import load_image
     from evaluator.metrics.checkpoint import score_checkpoint
 
     ref_blocks = _reference_blocks(run.task, ref)
     use_blocks = ref_blocks is not None and gen_blocks is not None
-    return score_checkpoint(ref, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
-                            gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref))
+    ref_image = load_image(ref)  # decoded once for the kept cache's reading and for every metric
+    return score_checkpoint(ref_image, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
+                            gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref_image))
 
 
-def _ocr_cache(run: TaskRun, ref: Path):
+def _ocr_cache(run: TaskRun, ref):
     """The cache a checkpoint is scored with: the reference read through the kept cache, the rest in memory."""
     if run.reference_cache is None:
         return run.cache

@@ -3,7 +3,7 @@
 ``score()`` reads the task set, takes in the bundle, replays the tasks in parallel worker
 processes and writes::
 
-    OUT/results.json            the contract (protocol, evaluator_version, ocr_engine, tasks, summary)
+    OUT/results.json            the contract (protocol, evaluator_version, ocr_engine, browser, tasks, summary)
     OUT/progress.jsonl          one JSON line per finished task, appended as they finish
     OUT/job.json                how the job ran (bundle warnings, workers, timings)
     OUT/tasks/<key>/result.json one task's result, written as soon as it finishes
@@ -88,7 +88,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
         shutil.rmtree(out_dir / BUNDLE_DIR, ignore_errors=True)
     ordered = {t.key: results[t.key] for t in tasks}
     document = {"protocol": proto.full_name, "evaluator_version": __version__, "ocr_engine": _ocr_engine(),
-                "tasks": ordered, "summary": _summary(ordered, tasks)}
+                "browser": _browser(), "tasks": ordered, "summary": _summary(ordered, tasks)}
     _write_json(out_dir / "results.json", document)
     _write_json(out_dir / "job.json", _job_info(bundle, dataset, workers, started))
     return document
@@ -160,6 +160,16 @@ def _ocr_engine() -> str:
         return ocr_engine()
     except Exception as exc:  # no engine: every checkpoint recorded its own error already
         return f"unavailable: {str(exc)[:200]}"
+
+
+def _browser() -> str:
+    """The browser that rendered the pages and its version (another one draws a few pixels differently)."""
+    from evaluator.browser import BrowserError, browser_version
+
+    try:
+        return browser_version()
+    except BrowserError as exc:  # no browser: every task recorded its own error already
+        return f"unavailable: {exc}"
 
 
 def _job_info(bundle, dataset, workers, started: float) -> dict:

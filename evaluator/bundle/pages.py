@@ -23,6 +23,7 @@ _IFRAME_OPEN = re.compile(r"<iframe(?=[\s/>]|$)" + _TAG_REST, re.IGNORECASE)
 _IFRAME_TOKEN = re.compile(
     r"(?P<open><iframe(?=[\s/>]|$)" + _TAG_REST + r")|(?P<close></iframe(?=[\s/>]|$)[^>]*>?)", re.IGNORECASE
 )
+_IFRAME_ANY = re.compile(r"</?iframe", re.IGNORECASE)  # in every token _IFRAME_TOKEN matches
 _PLACEHOLDER = re.compile(r"(?:\.?/)?" + re.escape(ASSET_PLACEHOLDER) + r"(/*)(?=([\w%.~-])?)")
 
 
@@ -85,6 +86,8 @@ def strip_iframes(html: str) -> str:
     Like a browser, everything up to the next ``</iframe>`` belongs to the iframe (``/>``
     does not close it). An iframe never closed loses only its tag. One linear pass.
     """
+    if not _IFRAME_ANY.search(html):  # most pages: a quick scan instead of the token pass (30 ms on 850 kB)
+        return html
     out: list[str] = []
     pos = 0
     open_match = None
@@ -111,8 +114,17 @@ def replace_placeholder(html: str) -> str:
     ``/`` or ``./`` before it (which would otherwise make a ``//host`` URL).
     """
 
-    def replace(match: re.Match) -> str:
+    # The pattern's optional prefix keeps re from scanning for the placeholder itself (40 ms on an
+    # 850 kB page): find each occurrence, then match where re.sub would, up to two characters before.
+    out: list[str] = []
+    pos = 0
+    found = html.find(ASSET_PLACEHOLDER)
+    while found >= 0:
+        starts = range(max(pos, found - 2), found + 1)  # at ``found`` itself it always matches
+        match = next(m for m in (_PLACEHOLDER.match(html, start) for start in starts) if m)
         slash = "/" if match.group(1) or match.group(2) else ""
-        return ASSETS_URL_PREFIX + slash
-
-    return _PLACEHOLDER.sub(replace, html)
+        out += [html[pos:match.start()], ASSETS_URL_PREFIX + slash]
+        pos = match.end()
+        found = html.find(ASSET_PLACEHOLDER, pos)
+    out.append(html[pos:])
+    return "".join(out)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from evaluator.agents.params import AssertionParams
 from evaluator.agents.words import normalize, words
-from evaluator.judges.state import pixel_change_fraction
+from evaluator.judges.pixels import pair_fraction
 
 
 @dataclass
@@ -44,14 +44,19 @@ def _delta_words(text: str) -> list[str]:
     return [w for w in words(text) if len(w) > 1 or w.isdigit()]
 
 
-def reference_delta(task, k: int, cache=None, params=None, before_k: int | None = None) -> RefDelta:
-    """The reference's change at action ``k`` (checkpoint ``before_k``, default ``k - 1``, to ``k``)."""
+def reference_delta(task, k: int, cache=None, params=None, before_k: int | None = None,
+                    cache_dir: str | Path | None = None) -> RefDelta:
+    """The reference's change at action ``k`` (checkpoint ``before_k``, default ``k - 1``, to ``k``).
+
+    ``cache`` holds the checkpoints' OCR text; ``cache_dir``, when given, keeps their pixel change
+    between runs (it is the same for every submission).
+    """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"reference_delta needs a step number k >= 1, got {k!r}")
     start = k - 1 if before_k is None else before_k
     p = AssertionParams.from_dict(params)
     images = [_checkpoint(task, n) for n in (start, k)]
-    pixel = _pixel_fraction(images, p)
+    pixel = _pixel_fraction(images, p, cache_dir)
     detail = {"before_k": start, "after_k": k, "pixel_fraction": pixel}
     refs = [_load_reference(task, n) for n in (start, k)]
     if refs[0] is not None and refs[1] is not None:
@@ -68,6 +73,35 @@ def reference_delta(task, k: int, cache=None, params=None, before_k: int | None 
         return RefDelta(changed=changed, source="image", detail=detail)
     added, removed = word_delta(*texts)
     return RefDelta(added, removed, changed, "ocr", detail, (texts[0], texts[1]))
+
+
+def checkpoint_pair(task, k: int, numbering: str) -> tuple[int, int] | None:
+    """The reference checkpoints (before, after) that show action ``k``'s change, or None when the
+    task set's numbering has no such pair (the judge then uses the page alone)."""
+    if numbering == "after_action":
+        return k - 1, k
+    flagged = list(getattr(task, "flagged_steps", []))
+    if numbering != "flagged" or k not in flagged:
+        return None
+    n = flagged.index(k) + 1
+    return n - 1, n
+
+
+def judged_pairs(task, numbering: str) -> list[tuple[int, int]]:
+    """The reference checkpoint pairs the judge compares for ``task``'s assertions."""
+    pairs = (checkpoint_pair(task, k, numbering)
+             for k, action in enumerate(getattr(task, "actions", []), 1) if getattr(action, "logical_assertion", None))
+    return [pair for pair in pairs if pair is not None]
+
+
+def keep_pixel_changes(task, numbering: str, params, cache_dir: str | Path) -> int:
+    """Store in ``cache_dir`` the pixel change of every pair :func:`judged_pairs` lists: for the trusted
+    step that fills the reference OCR folder, which scoring jobs only read. Returns the pairs kept."""
+    p = AssertionParams.from_dict(params)
+    kept = 0
+    for start, k in judged_pairs(task, numbering):
+        kept += _pixel_fraction([_checkpoint(task, start), _checkpoint(task, k)], p, cache_dir) is not None
+    return kept
 
 
 def _load_reference(task, n: int) -> dict | None:
@@ -104,12 +138,11 @@ def _checkpoint(task, n: int) -> Path | None:
     return path if path.is_file() else None
 
 
-def _pixel_fraction(images: list[Path | None], p: AssertionParams) -> float | None:
+def _pixel_fraction(images: list[Path | None], p: AssertionParams, cache_dir) -> float | None:
     if images[0] is None or images[1] is None:
         return None
     try:
-        return round(pixel_change_fraction(images[0].read_bytes(), images[1].read_bytes(), p.diff_scale,
-                                           p.pixel_tolerance), 6)
+        return round(pair_fraction(images[0], images[1], p.diff_scale, p.pixel_tolerance, cache_dir), 6)
     except OSError:
         return None
 

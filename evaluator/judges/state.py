@@ -9,9 +9,11 @@ large part of the view. The screenshot (viewport PNG) is passed in or taken here
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# Re-exported: the judge's callers know it from here.
+from evaluator.judges.pixels import pixel_change_fraction as pixel_change_fraction
 
 STATE_JS = r"""
 ({maxBlocks, maxText}) => {
@@ -207,24 +209,6 @@ def capture_state(page, screenshot: bytes | str | Path | None = None, take_scree
     if state.screenshot is None and take_screenshot:
         state.screenshot = _take_screenshot(page)
     return state
-
-
-def pixel_change_fraction(png_a: bytes | None, png_b: bytes | None, scale: float = 0.5,
-                          tolerance: int = 24) -> float | None:
-    """Share of pixels where some channel moved more than ``tolerance``, compared at ``scale``."""
-    if png_a is None or png_b is None:
-        return None
-    import numpy as np
-    from PIL import Image
-
-    a, b = (Image.open(io.BytesIO(data)).convert("RGB") for data in (png_a, png_b))
-    if a.size != b.size:
-        return 1.0
-    if scale != 1:
-        size = (max(1, round(a.width * scale)), max(1, round(a.height * scale)))
-        a, b = a.resize(size, Image.Resampling.BOX), b.resize(size, Image.Resampling.BOX)
-    diff = np.abs(np.asarray(a, dtype=np.int16) - np.asarray(b, dtype=np.int16)).max(axis=2)
-    return float((diff > tolerance).mean())
 
 
 def _png(screenshot: bytes | str | Path | None) -> bytes | None:

@@ -61,9 +61,14 @@ def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, str], list[SampleTas
 
 
 def build_key(packages: dict[str, str], tasks: list[SampleTask]) -> str:
-    """Hash of everything the recorded files depend on: scripts, pins, recorder and renderer code."""
+    """Hash of everything the recorded files depend on: scripts, pins, recorder and renderer code, the browser."""
+    from evaluator.browser import browser_version
+
     digest = hashlib.sha256()
     digest.update(f"evaluator {__version__} format {BUILD_FORMAT}\n".encode())
+    # Another Chromium (an upgrade, or the headless shell installed later) draws a few pixels
+    # differently: the reference checkpoints are recorded again with the browser that scores.
+    digest.update(f"browser {browser_version()}\n".encode())
     for source in recorder_sources():
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     digest.update(MANIFEST.read_bytes())

@@ -252,3 +252,25 @@ def test_it_finds_language_data_and_names_what_is_missing(tmp_path, monkeypatch)
     assert tessdata_dir("eng") == f"{tmp_path}/"
     with pytest.raises(MetricError, match="'xyz'"):
         tessdata_dir("xyz")
+
+
+def test_a_pictures_key_is_hashed_once_while_it_lives_and_forgotten_after(monkeypatch):
+    """The OCR cache key of one picture object is computed once; equal pixels in another object get the
+    same key, other pixels another; the memo does not keep pictures alive."""
+    import gc
+
+    import evaluator.metrics as metrics
+
+    picture = Image.new("RGB", (64, 32), "white")
+    first = metrics.image_key(picture)
+    monkeypatch.setattr(metrics.np, "asarray", lambda *_: pytest.fail("a known picture was hashed again"))
+    assert metrics.image_key(picture) == first
+    monkeypatch.undo()
+    assert metrics.image_key(picture.copy()) == first
+    changed = picture.copy()
+    changed.putpixel((3, 3), (0, 0, 0))
+    assert metrics.image_key(changed) != first
+    known = len(metrics._KEYS)
+    del picture, changed
+    gc.collect()
+    assert len(metrics._KEYS) <= known - 2

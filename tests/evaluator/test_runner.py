@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.browser import browser_version
 from evaluator.bundle import make_bundle_zip
 from evaluator.metrics.ocr import ocr_engine
 from evaluator.runner import WorkerError, score
@@ -64,6 +65,7 @@ def test_it_writes_results_in_the_contract_shape(job):
     assert on_disk == job["results"]
     assert on_disk["protocol"] == "iwr-det-2" and on_disk["evaluator_version"] == __version__
     assert on_disk["ocr_engine"] == ocr_engine() and "tesseract" in on_disk["ocr_engine"]
+    assert on_disk["browser"] == browser_version() and on_disk["browser"].startswith("chromium-headless-shell 1")
     assert list(on_disk["tasks"]) == list(TASK_KEYS)
     for task in on_disk["tasks"].values():
         assert set(SCORE_FIELDS) | {"steps"} <= set(task)

@@ -88,6 +88,17 @@ def test_the_build_key_changes_when_a_script_changes(tmp_path):
     assert build_key({**packages, "todomvc": "9.9.9"}, tasks) != build_key(packages, tasks)
 
 
+def test_the_build_key_changes_with_the_browser(monkeypatch):
+    """Another Chromium draws a few pixels differently: its references are recorded again."""
+    import evaluator.browser
+
+    packages, tasks = load_manifest()
+    before = build_key(packages, tasks)
+    assert evaluator.browser.browser_version().startswith("chromium-headless-shell ")
+    monkeypatch.setattr(evaluator.browser, "browser_version", lambda headless=True: "chromium 999.0")
+    assert build_key(packages, tasks) != before
+
+
 def test_an_up_to_date_sample_is_not_rebuilt(tmp_path):
     """With the same key stamped and both splits present, build_sample returns at once."""
     packages, tasks = load_manifest()

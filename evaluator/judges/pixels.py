@@ -1,0 +1,211 @@
+"""How many pixels changed between two screenshots, at a reduced scale.
+
+The judge compares the page before and after every action, and the reference's two checkpoints
+at every step. Both sides repeat pictures: the after-state of step k is the before-state of step
+k + 1, and every submission meets the same reference checkpoints. So each PNG is decoded and
+scaled down once (a few recent ones are kept, keyed by a digest of their bytes and the scale),
+and the fraction of a reference pair is kept by the digests of both pictures and the parameters:
+in memory, and in a small JSON file per pair when a folder is given (the one that keeps the
+reference OCR between runs; scoring jobs may only read it, so it is filled by the same trusted
+step as the OCR, see ``evaluator.judges.reference.keep_pixel_changes``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Part of every kept fraction's key: a change to how the fraction is computed leaves old files unread.
+FORMULA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A decoded screenshot, RGB at the comparison scale, with its size before scaling."""
+
+    size: tuple[int, int]
+    image: Any  # PIL.Image.Image
+
+    @property
+    def nbytes(self) -> int:
+        return self.image.width * self.image.height * 4  # Pillow keeps RGB in 32-bit pixels
+
+
+class ScaledMemo:
+    """The last few scaled screenshots, bounded in count and in bytes (1920x1080 pictures are common)."""
+
+    def __init__(self, max_entries: int = 6, max_bytes: int = 32 * 2**20):
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._entries: OrderedDict[tuple[str, float], Scaled] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, png: bytes, scale: float) -> Scaled:
+        key = (digest(png), scale)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
+        scaled = _decode(png, scale)  # outside the lock: another thread may decode meanwhile
+        self._remember(key, scaled)
+        return scaled
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(entry.nbytes for entry in self._entries.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def _remember(self, key: tuple[str, float], scaled: Scaled) -> None:
+        if scaled.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            self._entries[key] = scaled
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries or self._total() > self.max_bytes:
+                self._entries.popitem(last=False)
+
+    def _total(self) -> int:
+        return sum(entry.nbytes for entry in self._entries.values())
+
+
+SCALED = ScaledMemo()
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def pixel_change_fraction(png_a: bytes | None, png_b: bytes | None, scale: float = 0.5,
+                          tolerance: int = 24) -> float | None:
+    """Share of pixels where some channel moved more than ``tolerance``, compared at ``scale``."""
+    if png_a is None or png_b is None:
+        return None
+    a, b = SCALED.get(png_a, scale), SCALED.get(png_b, scale)
+    if a.size != b.size:
+        return 1.0
+    return changed_share(a.image, b.image, tolerance)
+
+
+def _decode(png: bytes, scale: float) -> Scaled:
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    size = image.size
+    if scale != 1:
+        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))),
+                             Image.Resampling.BOX)
+    return Scaled(size, image)
+
+
+def changed_share(a, b, tolerance: float) -> float:
+    """Share of pixels whose largest channel difference exceeds ``tolerance`` (two RGB images, one size).
+
+    Exactly numpy's ``(abs(a - b).max(axis=2) > tolerance).mean()``, a tenth of its cost: the
+    count is an integer and both divide it by the pixel count once.
+    """
+    from PIL import ImageChops
+
+    red, green, blue = ImageChops.difference(a, b).split()
+    largest = ImageChops.lighter(ImageChops.lighter(red, green), blue)
+    counts = largest.histogram()
+    first = min(256, max(0, math.floor(tolerance) + 1))  # the smallest difference above tolerance
+    return sum(counts[first:]) / (largest.width * largest.height)
+
+
+# --------------------------------------------------------------------------- reference pairs
+
+
+class PairFractions:
+    """Fractions of reference checkpoint pairs by key: an in-memory LRU, plus a folder when given."""
+
+    def __init__(self, maxsize: int = 4096):
+        self.maxsize = maxsize
+        self._memory: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+        self._read_only: set[Path] = set()  # folders a scoring job may only read: not tried again
+
+    def get(self, key: str, directory: Path | None) -> float | None:
+        with self._lock:
+            if key in self._memory:
+                self._memory.move_to_end(key)
+                return self._memory[key]
+        value = _read_kept(directory, key) if directory is not None else None
+        if value is not None:
+            self._remember(key, value)
+        return value
+
+    def put(self, key: str, value: float, directory: Path | None) -> None:
+        self._remember(key, value)
+        if directory is None or directory in self._read_only:
+            return
+        try:
+            _write_kept(directory, key, value)
+        except OSError:  # a read-only folder costs speed, not the score
+            self._read_only.add(directory)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._memory.clear()
+            self._read_only.clear()
+
+    def _remember(self, key: str, value: float) -> None:
+        with self._lock:
+            self._memory[key] = value
+            self._memory.move_to_end(key)
+            while len(self._memory) > self.maxsize:
+                self._memory.popitem(last=False)
+
+
+PAIRS = PairFractions()
+
+
+def pair_fraction(path_a: Path, path_b: Path, scale: float = 0.5, tolerance: int = 24,
+                  directory: str | Path | None = None) -> float:
+    """:func:`pixel_change_fraction` of two picture files, computed once per pair of contents and
+    parameters (kept in ``directory`` between runs). Raises OSError when a file cannot be read."""
+    data_a, data_b = Path(path_a).read_bytes(), Path(path_b).read_bytes()
+    key = pair_key(digest(data_a), digest(data_b), scale, tolerance)
+    folder = Path(directory) if directory else None
+    value = PAIRS.get(key, folder)
+    if value is None:
+        value = pixel_change_fraction(data_a, data_b, scale, tolerance)
+        PAIRS.put(key, value, folder)
+    return value
+
+
+def pair_key(digest_a: str, digest_b: str, scale: float, tolerance: float) -> str:
+    parts = [FORMULA_VERSION, digest_a, digest_b, float(scale), float(tolerance)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
+
+
+def kept_path(directory: Path, key: str) -> Path:
+    return directory / f"pixels-{key}.json"
+
+
+def _read_kept(directory: Path, key: str) -> float | None:
+    try:
+        value = json.loads(kept_path(directory, key).read_text("utf-8"))["fraction"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # absent or damaged: computed again and rewritten
+    return value if isinstance(value, float) and 0.0 <= value <= 1.0 else None
+
+
+def _write_kept(directory: Path, key: str, value: float) -> None:
+    from evaluator.dataset.store import atomic_write
+
+    # In one step, so parallel workers never read half a file; scoring jobs may read as another user.
+    atomic_write(kept_path(directory, key), json.dumps({"fraction": value}).encode("utf-8"))
