@@ -7,6 +7,11 @@ The dispatcher hands the container a job directory and nothing else:
     JOB/bundle*      the submitted bundle (read-only)
     JOB/out/         results and artifacts: the only writable mount
 
+and, read-only at ``/ocr-cache``, the reference OCR cache every job shares. Jobs run untrusted
+pages, so none may write readings other jobs would trust (see ``OcrCache``): the cache is filled
+by a container of its own (:func:`fill_command`) that mounts it writable but gets only the task
+data, no bundle, and reads nothing but the reference checkpoints.
+
 The container has no network at all, a read-only root filesystem with a small ``/tmp``,
 a non-root user, every capability dropped, ``no-new-privileges``, and memory (swap
 disabled), process and CPU limits; a wall-clock limit kills it. It is always removed
@@ -16,6 +21,7 @@ afterwards, whatever happened, and the outcome says why it ended.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -25,6 +31,12 @@ from pathlib import Path
 
 CONTAINER_UID = 10001  # the `evaluator` user of docker/Dockerfile.evaluator
 DEFAULT_IMAGE = "iwr/evaluator:latest"
+OCR_CACHE_MOUNT = "/ocr-cache"
+TASK_SET = "/task-set"  # where the filling container sees the task set
+PYTHON = "/opt/venv/bin/python"  # the image's virtualenv
+FILL_TIME_S = 900  # a fill starts no new picture after this; the next job's fill goes on
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,25 +79,81 @@ def engine_binary(engine: str) -> str:
     return path
 
 
-def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, engine: str = "docker") -> list[str]:
+def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, engine: str = "docker",
+                ocr_cache: Path | None = None) -> list[str]:
     """The exact ``docker run`` (or podman) command for this job, with every isolation flag."""
     job_dir = job_dir.resolve()
+    cache = ["--volume", f"{Path(ocr_cache).resolve()}:{OCR_CACHE_MOUNT}:ro"] if ocr_cache else []
     return [
-        engine_binary(engine), "run", "--name", name,
+        engine_binary(engine), "run", "--name", name, *_isolation(limits),
+        "--user", f"{CONTAINER_UID}:{CONTAINER_UID}",
+        "--volume", f"{job_dir}:/job:ro",
+        "--volume", f"{job_dir / 'out'}:/job/out:rw",
+        *cache,
+        image, "/job",
+    ]
+
+
+def fill_command(data_path: Path, ocr_cache: Path, image: str, name: str, limits: ContainerLimits,
+                 protocol: str = "iwr-det", engine: str = "docker") -> list[str]:
+    """``docker run --detach`` of a container that reads the reference checkpoints of ``data_path`` (a
+    task set's data.jsonl) into ``ocr_cache``: the only container that may write the cache, so it gets
+    the task data alone. It removes itself when done."""
+    data_path = data_path.resolve()
+    return [
+        engine_binary(engine), "run", "--detach", "--rm", "--name", name, *_isolation(limits),
+        "--user", _cache_owner(),
+        # The task set alone (data.jsonl and its folder named after it), not the job folder with the bundle.
+        "--volume", f"{data_path}:{TASK_SET}/{data_path.name}:ro",
+        "--volume", f"{data_path.parent / data_path.stem}:{TASK_SET}/{data_path.stem}:ro",
+        "--volume", f"{Path(ocr_cache).resolve()}:{OCR_CACHE_MOUNT}:rw",
+        "--entrypoint", PYTHON,
+        image, "-m", "evaluator", "ocr-cache", "--data", f"{TASK_SET}/{data_path.name}", "--dir", OCR_CACHE_MOUNT,
+        "--protocol", protocol, "--workers", str(max(1, int(limits.cpus))), "--time-limit", str(FILL_TIME_S),
+    ]
+
+
+def start_fill(data_path: Path, ocr_cache: Path, image: str, name: str, limits: ContainerLimits,
+               protocol: str = "iwr-det", engine: str = "docker") -> bool:
+    """Start filling the cache beside a job (which reads whatever is there by then); never raises:
+    a cache not filled costs time, not scores."""
+    try:
+        prepare_ocr_cache(ocr_cache)
+        done = subprocess.run(fill_command(data_path, ocr_cache, image, name, limits, protocol, engine),
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("OCR cache fill not started: %s", exc)
+        return False
+    if done.returncode != 0:
+        log.warning("OCR cache fill not started: %s", (done.stderr.strip().splitlines() or ["?"])[-1])
+    return done.returncode == 0
+
+
+def prepare_ocr_cache(directory: Path) -> None:
+    """The cache folder, writable by the filling container's user and readable by every job's."""
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(directory, CONTAINER_UID, CONTAINER_UID)
+    Path(directory).chmod(0o755)
+
+
+def _cache_owner() -> str:
+    # The caller's own user owns the cache folder; as root, the image's unprivileged user does instead.
+    return f"{CONTAINER_UID}:{CONTAINER_UID}" if os.geteuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+
+
+def _isolation(limits: ContainerLimits) -> list[str]:
+    return [
         "--network", "none",
         "--read-only",
         "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={limits.tmp_size}",  # noqa: S108 - the container's own tmpfs
         "--shm-size", limits.shm_size,
         "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges",
-        "--user", f"{CONTAINER_UID}:{CONTAINER_UID}",
         "--memory", limits.memory, "--memory-swap", limits.memory,
         "--pids-limit", str(limits.pids),
         "--cpus", str(limits.cpus),
         "--env", "HOME=/tmp",
-        "--volume", f"{job_dir}:/job:ro",
-        "--volume", f"{job_dir / 'out'}:/job/out:rw",
-        image, "/job",
     ]
 
 
@@ -100,13 +168,13 @@ def prepare_job_dir(job_dir: Path) -> None:
 
 
 def run_job(job_dir: Path, image: str = DEFAULT_IMAGE, limits: ContainerLimits | None = None,
-            engine: str = "docker") -> ContainerOutcome:
+            engine: str = "docker", ocr_cache: Path | None = None) -> ContainerOutcome:
     """Run the job to completion (or to a limit) and remove the container; never raises for the job's faults."""
     limits = limits or ContainerLimits()
     name = f"iwr-job-{uuid.uuid4().hex[:12]}"
     try:
         prepare_job_dir(job_dir)
-        command = run_command(job_dir, image, name, limits, engine)
+        command = run_command(job_dir, image, name, limits, engine, ocr_cache)
     except (OSError, FileNotFoundError) as exc:
         return ContainerOutcome(exit_code=None, engine_error=str(exc))
     try:

@@ -142,7 +142,8 @@ def bwrap_command(argv: Sequence[str], writable: Sequence[Path], cwd: Path | Non
                   readable: Sequence[Path] = ()) -> list[str]:
     """``argv`` wrapped in bubblewrap: no network, own pids, read-only system, ``writable`` bound rw.
 
-    ``readable`` paths are bound read-only again on top of the fresh /tmp (inputs kept in /tmp).
+    ``readable`` paths are bound read-only again on top of the fresh /tmp (inputs kept in /tmp),
+    and on top of a writable folder that holds them (a read-only cache inside it stays read-only).
     """
     cmd = [
         "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "iwr-job",
@@ -150,12 +151,11 @@ def bwrap_command(argv: Sequence[str], writable: Sequence[Path], cwd: Path | Non
         "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",  # noqa: S108
         "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",  # noqa: S108 (fresh, private tmpfs)
     ]
-    for path in readable:
-        resolved = str(Path(path).resolve())
-        cmd += ["--ro-bind", resolved, resolved]
-    for path in writable:
-        resolved = str(Path(path).resolve())
-        cmd += ["--bind", resolved, resolved]
+    mounts = [(Path(p).resolve(), "--ro-bind") for p in readable] + [(Path(p).resolve(), "--bind") for p in writable]
+    # A later mount covers an earlier one: outer folders first, so each path gets the mode given for
+    # the deepest folder that holds it (output inside the read-only code folder stays writable).
+    for resolved, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
+        cmd += [how, str(resolved), str(resolved)]
     if cwd is not None:
         cmd += ["--chdir", str(Path(cwd).resolve())]
     return cmd + ["--", *argv]

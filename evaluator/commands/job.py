@@ -6,10 +6,12 @@ It scores exactly what ``JOB_DIR/job.json`` describes and writes ``JOB_DIR/out/`
      "bundle": "bundle.zip",         # zip or folder, relative to JOB_DIR
      "tasks": ["1", "2"] | null,     # default: every task of the data set
      "protocol": "iwr-det",
-     "workers": 2 | null}
+     "workers": 2 | null,
+     "ocr_cache": "/ocr-cache" | null}   # a reference OCR cache mounted read-only (absolute)
 
-Paths may not leave JOB_DIR. This is the same code path as ``python -m evaluator score``;
-inside the container the container itself is the process sandbox.
+Paths may not leave JOB_DIR, except the OCR cache: a mount of its own, filled outside the job.
+This is the same code path as ``python -m evaluator score``; inside the container the container
+itself is the process sandbox.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from evaluator.cli import UsageError
 
-KNOWN_KEYS = {"data", "bundle", "tasks", "protocol", "workers"}
+KNOWN_KEYS = {"data", "bundle", "tasks", "protocol", "workers", "ocr_cache"}
 
 
 def register(subparsers) -> None:
@@ -57,6 +59,9 @@ def read_job(job_dir: Path) -> dict:
     workers = job.get("workers")
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise UsageError(f"{path}: field 'workers' must be a positive integer or null")
+    cache = job.get("ocr_cache")
+    if cache is not None and not (isinstance(cache, str) and Path(cache).is_absolute() and Path(cache).is_dir()):
+        raise UsageError(f"{path}: field 'ocr_cache' must be an existing folder's absolute path or null")
     return job
 
 
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         document = score(job["data"], job["bundle"], args.job_dir / "out", task_keys=job.get("tasks"),
-                         protocol=job.get("protocol") or "iwr-det", workers=job.get("workers"))
+                         protocol=job.get("protocol") or "iwr-det", workers=job.get("workers"),
+                         ocr_cache_dir=job.get("ocr_cache"))
     except JobError as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:

@@ -1,7 +1,8 @@
 """``python -m evaluator score``: replay and score a bundle against a task set.
 
 The job runs inside the process sandbox (bubblewrap by default): this command re-runs
-itself inside it, with only the output folder (and the OCR cache, if given) writable.
+itself inside it, with only the output folder writable. The OCR cache, if given, is filled
+before the job, outside the sandbox, and the job only reads it (see ``OcrCache``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 from evaluator.cli import UsageError
@@ -36,7 +38,8 @@ def register(subparsers) -> None:
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="development only: permit --sandbox none and a fallback when bubblewrap is missing")
     parser.add_argument("--ocr-cache", type=Path, default=None,
-                        help="folder that keeps reference OCR results between runs (writable in the sandbox)")
+                        help="folder that keeps reference OCR results between runs (filled before the job "
+                             "outside its sandbox; read-only to the job)")
     parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
     parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
     parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
@@ -118,20 +121,48 @@ def _score_in_sandbox(args: argparse.Namespace) -> int:
 
     _precheck(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    writable = [args.out] + ([args.ocr_cache] if args.ocr_cache else [])
-    if args.ocr_cache:
-        args.ocr_cache.mkdir(parents=True, exist_ok=True)
     limits = _job_limits(args)
+    filling = _start_ocr_cache_fill(args, limits) if args.ocr_cache else None
     try:
-        result = sandbox.run_job(_inner_argv(args), writable, backend=args.sandbox, limits=limits,
+        result = sandbox.run_job(_inner_argv(args), [args.out], backend=args.sandbox, limits=limits,
                                  allow_unsandboxed=args.allow_unsandboxed, cwd=Path.cwd(), env=_inner_env(),
                                  readable=_inputs(args))
     except sandbox.SandboxError as exc:
         raise UsageError(str(exc)) from None
+    finally:
+        if filling is not None:
+            filling.join()
     if result.timed_out or result.memory_exceeded:
         print(f"error: {result.reason}", file=sys.stderr)
         return 1
     return result.returncode if result.returncode >= 0 else 1  # the job printed its own reason
+
+
+def _start_ocr_cache_fill(args: argparse.Namespace, limits) -> threading.Thread:
+    """Add the task set's reference readings to the cache from here, from the task set alone: the job runs
+    untrusted pages and gets the cache read-only.
+
+    The fill runs beside the job, not before it: on a kept cache it only checks (a quarter of a
+    second that the job's start-up hides), and a reading the job needs before the fill has stored it
+    is simply read by the job itself, the same way. No new picture after a tenth of the job's time.
+    """
+    args.ocr_cache.mkdir(parents=True, exist_ok=True)
+    thread = threading.Thread(target=_fill_ocr_cache, args=(args, limits.time_s / 10), name="iwr-ocr-fill")
+    thread.start()
+    return thread
+
+
+def _fill_ocr_cache(args: argparse.Namespace, time_limit: float) -> None:
+    from evaluator.commands.ocr_cache import fill
+
+    try:
+        read, total = fill(args.data, args.ocr_cache, args.protocol, _task_keys(args), args.workers,
+                           time_limit=time_limit)
+    except Exception as exc:  # the cache only saves time: the job reads what is missing itself
+        log.warning("OCR cache %s not filled: %s", args.ocr_cache, exc)
+    else:
+        if read:
+            log.info("OCR cache: %d of %d reference checkpoint(s) read", read, total)
 
 
 def _precheck(args: argparse.Namespace) -> None:
@@ -171,8 +202,9 @@ def _inner_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace) -> list[Path]:
-    """What the job reads: the task set's folder, the bundle and this evaluator's code."""
-    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2]]
+    """What the job reads: the task set's folder, the bundle, this evaluator's code and the OCR cache."""
+    cache = [args.ocr_cache.resolve()] if args.ocr_cache else []
+    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2], *cache]
 
 
 def _inner_env() -> dict:

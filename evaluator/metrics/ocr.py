@@ -18,10 +18,11 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -95,13 +96,21 @@ def union_box(boxes: list[Box]) -> Box:
 
 
 class OcrCache:
-    """OCR results keyed by pixel hash and OCR settings: an in-memory LRU, plus a directory if given."""
+    """OCR results keyed by pixel hash and OCR settings: an in-memory LRU, plus a directory if given.
+
+    A directory shared by scoring jobs holds the readings of reference checkpoints, which every job
+    trusts, while the jobs run untrusted pages. A stored reading cannot be checked against its key
+    without running Tesseract again, the very cost the cache saves; so the jobs get the directory
+    read-only and a trusted step fills it (:meth:`fill`, which reads nothing but the task set's own
+    checkpoints). Where the directory cannot be written, new results simply stay in memory.
+    """
 
     def __init__(self, maxsize: int = 256, directory: str | Path | None = None):
         self.maxsize = maxsize
         self.directory = Path(directory) if directory else None
         self._memory: OrderedDict[str, OcrResult] = OrderedDict()
         self._lock = threading.Lock()
+        self._disk_writable = True
 
     def get(self, key: str) -> OcrResult | None:
         with self._lock:
@@ -116,6 +125,43 @@ class OcrCache:
     def put(self, key: str, result: OcrResult) -> None:
         self._remember(key, result)
         self._write_disk(key, result)
+
+    def fill(self, images: Iterable[str | Path], params: dict | None = None, workers: int = 1,
+             deadline: float | None = None) -> int:
+        """Read each picture file of ``images`` into the directory unless it is there already; returns how
+        many Tesseract read now. No new picture is started after ``deadline`` (``time.monotonic()``).
+
+        A marker per file (its bytes' digest and the settings) lets a later fill skip the picture
+        without decoding it: about a millisecond each instead of tens.
+        """
+        if self.directory is None:
+            raise ValueError("an OcrCache without a directory has nothing to fill")
+        settings = _fill_settings(params)
+        todo = [Path(path) for path in dict.fromkeys(images) if not self._filled(Path(path), settings)]
+        with ThreadPoolExecutor(max(1, workers), thread_name_prefix="iwr-ocr-fill") as pool:
+            return sum(pool.map(lambda path: self._fill_one(path, params, settings, deadline), todo))
+
+    def _fill_one(self, path: Path, params: dict | None, settings: str, deadline: float | None) -> bool:
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        recorder = _KeyRecorder(self)
+        try:
+            ocr_page(path, params, recorder)
+        except Exception:  # an unreadable picture costs speed only: the job reads it itself and says why
+            return False
+        self._store(self._marker(path, settings), recorder.key)
+        return recorder.stored
+
+    def _filled(self, path: Path, settings: str) -> bool:
+        try:
+            key = self._marker(path, settings).read_text("utf-8")
+        except OSError:
+            return False
+        return (self.directory / f"{key}.json").is_file()
+
+    def _marker(self, path: Path, settings: str) -> Path:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+        return self.directory / "files" / f"{digest}-{settings}"
 
     def _remember(self, key: str, result: OcrResult) -> None:
         with self._lock:
@@ -133,17 +179,41 @@ class OcrCache:
             return None  # absent or damaged: OCR runs again and rewrites it
 
     def _write_disk(self, key: str, result: OcrResult) -> None:
-        if self.directory is None:
+        if self.directory is None or not self._disk_writable:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # Write then rename, so parallel workers never read half a file.
-        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(result.to_json(), handle)
-            os.replace(tmp, self.directory / f"{key}.json")
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+            self._store(self.directory / f"{key}.json", json.dumps(result.to_json()))
+        except OSError:
+            self._disk_writable = False  # a read-only view (a scoring job's): later results stay in memory
+
+    @staticmethod
+    def _store(path: Path, text: str) -> None:
+        from evaluator.dataset.store import atomic_write
+
+        # In one step, so parallel workers never read half a file; readable by the jobs' user too.
+        atomic_write(path, text.encode("utf-8"))
+
+
+class _KeyRecorder:
+    """Stands in for the cache during a fill: notes the key :func:`ocr_page` derives and whether it read."""
+
+    def __init__(self, cache: OcrCache):
+        self.cache, self.key, self.stored = cache, "", False
+
+    def get(self, key: str) -> OcrResult | None:
+        self.key = key
+        return self.cache.get(key)
+
+    def put(self, key: str, result: OcrResult) -> None:
+        self.cache.put(key, result)
+        self.stored = True
+
+
+def _fill_settings(params: dict | None) -> str:
+    """Digest of everything besides the pixels a reading depends on (a superset of the key's settings)."""
+    settings = visual_params(params)
+    parts = [ocr_engine(), language_data_digest(settings["ocr_lang"]), settings]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 DEFAULT_CACHE = OcrCache()
