@@ -6,11 +6,11 @@ The database is the source of truth and the broker only a wake-up call:
 - A woken worker runs :func:`run_next`: it picks the next evaluation in *fair* order
   (:func:`fair_queue`), claims it with one conditional UPDATE (queued -> running with a
   fresh claim token; no locks) and gives up quietly if another worker was faster.
-- The claimed evaluation gets a job directory (the extracted bundle and the split's task
-  data, read-only), the evaluator CLI runs on it as a child process, and every task result
-  the evaluator writes is saved at once (``update_or_create``: idempotent), with the
-  progress count and a heartbeat. A heartbeat that matches no row (cancelled, or taken
-  over after the worker was presumed dead) stops the job.
+- The claimed evaluation runs as a :class:`leaderboard.jobs.Job`: a job directory (the
+  extracted bundle and the split's task data, read-only), the evaluator CLI on it as a child
+  process, and every task result the evaluator writes saved at once (``update_or_create``:
+  idempotent), with the progress count and a heartbeat. A heartbeat that matches no row
+  (cancelled, or taken over after the worker was presumed dead) stops the job.
 - At the end the scores, confidence intervals, summary, artifacts and the scrubbed
   evaluator log are stored and the status becomes scored or failed, again only while the
   claim token still matches, so a job can never finish twice.
@@ -27,20 +27,11 @@ stays charged.
 
 from __future__ import annotations
 
-import ctypes
-import json
 import logging
 import os
-import re
-import shlex
 import shutil
-import signal
 import socket
-import subprocess
-import sys
-import time
 import uuid
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -51,21 +42,16 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from leaderboard import quotas
-from leaderboard.models import Evaluation, Task, TaskResult
+from leaderboard.jobs import SCORE_FIELDS, Job, Outcome, holding, job_tasks, save_task_result
+from leaderboard.models import Evaluation
 from leaderboard.models.submissions import stored_task_finals
-from leaderboard.models.tasks import Split
 
 log = logging.getLogger(__name__)
 
 Status = Evaluation.Status
 Kind = Evaluation.FailureKind
-SCORE_FIELDS = ("ifs", "vfs", "final", "low_level", "high_level")
 CHARGED_KINDS = {Kind.BUNDLE, Kind.TIME_LIMIT}  # the submitter's doing; everything else is refunded
-POLL_SECONDS = 0.25
-STOP_GRACE_SECONDS = 10
-LOG_LIMIT_CHARS = 200_000
 FAIR_CANDIDATES = 200
-HIDDEN = "[hidden]"
 
 
 # --------------------------------------------------------------------------- waking workers
@@ -170,38 +156,16 @@ def run_claimed(evaluation_id: int, token: str) -> None:
 
 # --------------------------------------------------------------------------- outcomes
 
-
-@dataclass
-class Outcome:
-    status: str  # scored | failed | retry | lost
-    kind: str = ""
-    reason: str = ""
-    results: dict | None = None
-
-    @classmethod
-    def failed(cls, kind: str, reason: str) -> Outcome:
-        return cls("failed", kind, reason)
-
-    @classmethod
-    def retry(cls, reason: str) -> Outcome:
-        return cls("retry", Kind.INFRASTRUCTURE, reason)
-
-
 def apply_outcome(evaluation: Evaluation, token: str, outcome: Outcome, job: Job | None = None) -> None:
     log_text = job.scrubbed_log() if job else ""
     if outcome.status == "scored":
         store_scores(evaluation, token, outcome.results, log_text, job.out_dir if job else None)
     elif outcome.status == "failed":
-        fail(evaluation, _holding(evaluation, token), outcome.kind, outcome.reason, log_text)
+        fail(evaluation, holding(evaluation, token), outcome.kind, outcome.reason, log_text)
     elif outcome.status == "retry":
-        requeue_or_fail(evaluation, _holding(evaluation, token), outcome.reason, log_text)
+        requeue_or_fail(evaluation, holding(evaluation, token), outcome.reason, log_text)
     else:
         log.info("evaluation %s: claim %s no longer holds; results discarded", evaluation.pk, token)
-
-
-def _holding(evaluation: Evaluation, token: str):
-    """The evaluation's row, only while this claim still holds it."""
-    return Evaluation.objects.filter(pk=evaluation.pk, status=Status.RUNNING, claim_token=token)
 
 
 def fail(evaluation: Evaluation, rows, kind: str, reason: str, log_text: str = "") -> bool:
@@ -255,22 +219,6 @@ def warm_leaderboard() -> None:
 # --------------------------------------------------------------------------- storing results
 
 
-def task_result_fields(result: dict) -> dict:
-    fields = {name: float(result.get(name) or 0.0) for name in SCORE_FIELDS}
-    fields["steps_passed"] = int(result.get("steps_passed") or 0)
-    fields["steps_total"] = int(result.get("steps_total") or 0)
-    fields["steps"] = result.get("steps") or []
-    fields["error"] = str(result.get("error") or "")
-    return fields
-
-
-def save_task_result(evaluation: Evaluation, task: Task, result: dict) -> TaskResult:
-    """Store one task's result; saving it again (a retried job) overwrites, never duplicates."""
-    row, _ = TaskResult.objects.update_or_create(evaluation=evaluation, task=task,
-                                                 defaults=task_result_fields(result))
-    return row
-
-
 def confidence_intervals(results: dict) -> dict:
     """95 % bootstrap intervals over tasks of every stored score: Final, IFS, VFS, Low-level and
     High-level (failed tasks count 0)."""
@@ -286,7 +234,7 @@ def confidence_intervals(results: dict) -> dict:
 
 def store_scores(evaluation: Evaluation, token: str, document: dict, log_text: str, out_dir: Path | None) -> bool:
     """Save every task result, the summary and the intervals; running -> scored once."""
-    tasks = _job_tasks(evaluation)
+    tasks = job_tasks(evaluation)
     task_results = {key: value for key, value in document.get("tasks", {}).items() if key in tasks}
     summary = document.get("summary") or {}
     fields = {name: summary.get(name) for name in SCORE_FIELDS}
@@ -295,7 +243,7 @@ def store_scores(evaluation: Evaluation, token: str, document: dict, log_text: s
         for key, result in task_results.items():
             save_task_result(evaluation, tasks[key], result)
         fields["task_finals"] = stored_task_finals(evaluation.pk)  # read back: exactly what was stored
-        won = _holding(evaluation, token).update(
+        won = holding(evaluation, token).update(
             status=Status.SCORED, finished_at=timezone.now(), claim_token="", log=log_text,
             evaluator_version=str(document.get("evaluator_version") or "")[:40],
             protocol=str(document.get("protocol") or evaluation.protocol)[:40],
@@ -320,273 +268,6 @@ def publish_artifacts(evaluation_id: int, out_dir: Path) -> Path:
     return target
 
 
-def _job_tasks(evaluation: Evaluation) -> dict[str, Task]:
-    from leaderboard.submissions import split_tasks
-
-    return {task.key: task for task in split_tasks(evaluation.submission.split)}
-
-
-# --------------------------------------------------------------------------- ground-truth secrecy
-
-
-def secrets_of(task: Task) -> list[str]:
-    """Strings of a task that only staff may see: descriptions, assertions, typed text, the site."""
-    record = task.record if isinstance(task.record, dict) else {}
-    found = [record.get("source_website") or ""]
-    for action in record.get("action_sequence") or []:
-        params = action.get("parameters") or {}
-        found += [params.get("description") or "", params.get("text") or "", action.get("logical_assertion") or ""]
-    return [text for text in found if isinstance(text, str) and len(text.strip()) >= 4]
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret (case-insensitive) replaced by [hidden]."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = re.sub(re.escape(secret.strip()), HIDDEN, text, flags=re.IGNORECASE)
-    return text
-
-
-def split_secrets(tasks) -> list[str]:
-    """Secrets to scrub from anything non-staff see of a job: test-split tasks only (dev is public)."""
-    return [secret for task in tasks if task.split == Split.TEST for secret in secrets_of(task)]
-
-
-# --------------------------------------------------------------------------- the job
-
-
-class Job:
-    """One claimed evaluation: job directory, evaluator process, live results."""
-
-    def __init__(self, evaluation: Evaluation, token: str):
-        self.evaluation = evaluation
-        self.token = token
-        self.dir = Path(settings.JOBS_ROOT) / str(evaluation.pk)
-        self.out_dir = self.dir / "out"
-        self.log_path = self.dir / "evaluator.log"
-        self.tasks: dict[str, Task] = {}
-        self.saved: set[str] = set()
-        self.progress_offset = 0
-        self.process: subprocess.Popen | None = None
-        self.container_name: str | None = None
-
-    # -- lifecycle
-
-    def run(self) -> Outcome:
-        problem = self.prepare()
-        if problem:
-            return problem
-        self.start()
-        return self.watch()
-
-    def prepare(self) -> Outcome | None:
-        """Build the job directory; an Outcome when the job cannot run at all."""
-        from evaluator.bundle import BundleError, extract_bundle
-        from evaluator.protocols import get_protocol
-        from leaderboard.submissions import copy_bundle
-        from leaderboard.tasksets import write_job_dataset
-
-        try:
-            get_protocol(self.evaluation.protocol)
-        except ValueError:
-            return Outcome.failed(Kind.EVALUATOR, f"Protocol {self.evaluation.protocol} is no longer available on "
-                                                  "this server; a maintainer will rescore. Not charged.")
-        self.tasks = _job_tasks(self.evaluation)
-        if not self.tasks:
-            return Outcome.failed(Kind.EVALUATOR, "The split has no published tasks any more. Not charged.")
-        self.cleanup()
-        self.dir.mkdir(parents=True)
-        Evaluation.objects.filter(pk=self.evaluation.pk).update(tasks_total=len(self.tasks))
-        self.data_path = write_job_dataset(self.tasks.values(), self.dir)
-        zipped = copy_bundle(self.evaluation.submission, self.dir / "bundle.zip")
-        try:
-            extract_bundle(zipped, self.dir / "bundle", set(self.tasks))
-        except BundleError as exc:
-            return Outcome.failed(Kind.BUNDLE, "The bundle could not be used: " + "; ".join(exc.problems))
-        finally:
-            zipped.unlink()
-        make_read_only(self.dir / "bundle")
-        return None
-
-    def command(self) -> list[str]:
-        if settings.EVALUATOR_SANDBOX == "container":
-            return self.container_command()
-        base = shlex.split(settings.EVALUATOR_COMMAND) or [sys.executable, "-m", "evaluator"]
-        command = [*base, "score", "--data", str(self.data_path), "--bundle", str(self.dir / "bundle"),
-                   "--out", str(self.out_dir), "--protocol", self.evaluation.protocol,
-                   "--time-limit", str(settings.EVALUATION_TIME_LIMIT_SECONDS)]
-        if settings.EVALUATOR_WORKERS:
-            command += ["--workers", str(settings.EVALUATOR_WORKERS)]
-        if settings.EVALUATOR_SANDBOX:
-            command += ["--sandbox", settings.EVALUATOR_SANDBOX]
-        # Reference screenshots are the same for every submission: their OCR is kept between jobs.
-        command += ["--ocr-cache", str(ocr_cache_dir())]
-        return command + shlex.split(settings.EVALUATOR_EXTRA_ARGS)  # last: an operator's options win
-
-    def container_command(self) -> list[str]:
-        """``docker run`` of a fresh evaluator container fed this job directory (evaluator/container.py)."""
-        from evaluator import container
-
-        job = {"data": self.data_path.relative_to(self.dir).as_posix(), "bundle": "bundle", "tasks": None,
-               "protocol": self.evaluation.protocol, "workers": settings.EVALUATOR_WORKERS or None}
-        (self.dir / "job.json").write_text(json.dumps(job))
-        container.prepare_job_dir(self.dir)
-        self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
-        return container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
-                                     container_limits(), settings.CONTAINER_ENGINE)
-
-    def remove_container(self) -> None:
-        """A container outlives a killed ``docker run`` client: stop and remove it explicitly."""
-        if self.container_name:
-            subprocess.run([settings.CONTAINER_ENGINE, "rm", "--force", self.container_name], capture_output=True)
-
-    def start(self) -> None:
-        with open(self.log_path, "wb") as log_file:
-            self.process = subprocess.Popen(
-                self.command(), cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-                env={**os.environ, "OMP_THREAD_LIMIT": "1"},
-            )
-        self.started = time.monotonic()
-
-    def watch(self) -> Outcome:
-        """Save results as they appear, beat the heart, enforce the limit, notice a lost claim."""
-        limit = settings.EVALUATION_TIME_LIMIT_SECONDS
-        next_beat = 0.0
-        while True:
-            self.collect()
-            now = time.monotonic()
-            if now >= next_beat:
-                if not self.heartbeat():
-                    self.stop()
-                    return Outcome("lost")
-                next_beat = now + settings.EVALUATION_HEARTBEAT_SECONDS
-            returncode = self.process.poll()
-            if returncode is not None:
-                self.collect()
-                return self.outcome(returncode)
-            if now - self.started > limit + STOP_GRACE_SECONDS:
-                self.stop()
-                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(limit))
-            time.sleep(POLL_SECONDS)
-
-    def heartbeat(self) -> bool:
-        return bool(_holding(self.evaluation, self.token).update(heartbeat_at=timezone.now(),
-                                                                  tasks_done=len(self.saved)))
-
-    def stop(self) -> None:
-        """Terminate the evaluator and everything it started (its own process group)."""
-        if self.process is None or self.process.poll() is not None:
-            self.remove_container()
-            return
-        _signal_group(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self.remove_container()
-
-    def cleanup(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.stop()
-        self.remove_container()
-        if self.dir.exists():
-            for path, _dirs, _files in os.walk(self.dir):
-                os.chmod(path, 0o700)  # make_read_only's folders must be writable again to be removed
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    # -- results
-
-    def collect(self) -> None:
-        """Save the result of every task the evaluator reported finished since the last look."""
-        for key in self.new_progress_keys():
-            if key in self.tasks and key not in self.saved:
-                result = _read_json(self.out_dir / "tasks" / key / "result.json")
-                if result is not None:
-                    save_task_result(self.evaluation, self.tasks[key], result)
-                    self.saved.add(key)
-
-    def new_progress_keys(self) -> list[str]:
-        path = self.out_dir / "progress.jsonl"
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(self.progress_offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next look
-        self.progress_offset += len(complete)
-        keys = []
-        for line in complete.splitlines():
-            try:
-                keys.append(str(json.loads(line)["task"]))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return keys
-
-    def outcome(self, returncode: int) -> Outcome:
-        tail = self.log_tail()
-        if self.container_name and returncode != 0 and self.container_oom_killed():
-            return Outcome.failed(Kind.EVALUATOR, f"The evaluator container exceeded its memory limit "
-                                                  f"({settings.EVALUATOR_MEMORY}) and was stopped. A page that "
-                                                  "allocates without bound is the usual cause; check the log.")
-        if returncode < 0:
-            return Outcome.retry(f"the evaluator was killed by signal {-returncode}")
-        if returncode != 0:
-            if "time limit" in tail:
-                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS))
-            return Outcome.failed(Kind.EVALUATOR, evaluator_fault_reason(returncode, tail))
-        document = _read_json(self.out_dir / "results.json")
-        if not isinstance(document, dict) or not isinstance(document.get("tasks"), dict):
-            return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
-                                                  "A maintainer has the log. Not charged to your quota.")
-        return Outcome("scored", results=document)
-
-    def container_oom_killed(self) -> bool:
-        from evaluator import container
-
-        state = container.inspect_state(self.container_name, settings.CONTAINER_ENGINE) or {}
-        return bool(state.get("OOMKilled"))
-
-    def log_text(self) -> str:
-        try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(max(0, self.log_path.stat().st_size - LOG_LIMIT_CHARS))
-                return handle.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self) -> str:
-        lines = [line for line in self.scrubbed_log().splitlines() if line.strip()]
-        return lines[-1] if lines else ""
-
-    def scrubbed_log(self) -> str:
-        return scrub(self.log_text(), split_secrets(self.tasks.values()))
-
-
-def ocr_cache_dir() -> Path:
-    """Where the evaluator keeps reference-side OCR results between jobs (on this machine)."""
-    return Path(settings.DATA_DIR) / "ocr-cache"
-
-
-def container_limits():
-    from evaluator.container import ContainerLimits
-
-    return ContainerLimits(memory=settings.EVALUATOR_MEMORY, cpus=settings.EVALUATOR_CPUS,
-                           pids=settings.EVALUATOR_PIDS, wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS)
-
-
-def time_limit_reason(limit: int) -> str:
-    return (f"Scoring took longer than the limit of {limit // 60} min {limit % 60} s and was stopped. "
-            "A page that never settles (endless scripts, huge layouts) is the usual cause; check the log.")
-
-
-def evaluator_fault_reason(returncode: int, last_line: str) -> str:
-    detail = f" Last message: {last_line[:300]}" if last_line else ""
-    return (f"The evaluator stopped with exit status {returncode}. This is a fault on our side and is not "
-            f"charged to your quota; maintainers can see the log.{detail}")
-
-
 # --------------------------------------------------------------------------- the reaper
 
 
@@ -597,7 +278,7 @@ def reap(now=None) -> dict:
     counts = {"queued": 0, "failed": 0, "lost": 0, "redispatched": 0}
     for evaluation in Evaluation.objects.select_related("submission").filter(status=Status.RUNNING,
                                                                              heartbeat_at__lt=stale):
-        rows = _holding(evaluation, evaluation.claim_token).filter(heartbeat_at__lt=stale)
+        rows = holding(evaluation, evaluation.claim_token).filter(heartbeat_at__lt=stale)
         counts[_recover(evaluation, rows, f"the worker {evaluation.worker} stopped responding")] += 1
     unsent = now - timedelta(seconds=settings.EVALUATION_REDISPATCH_SECONDS)
     for evaluation_id in Evaluation.objects.filter(
@@ -621,7 +302,7 @@ def reap_node(node: str) -> int:
                                                                      worker__startswith=f"{node}:")
     recovered = 0
     for evaluation in orphans:
-        rows = _holding(evaluation, evaluation.claim_token)
+        rows = holding(evaluation, evaluation.claim_token)
         recovered += _recover(evaluation, rows, f"the worker {node} restarted") == "queued"
     from leaderboard import generation
 
@@ -631,38 +312,3 @@ def reap_node(node: str) -> int:
 def _recover(evaluation: Evaluation, rows, reason: str) -> str:
     with transaction.atomic():
         return requeue_or_fail(evaluation, rows, reason)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def make_read_only(folder: Path) -> None:
-    """Nobody writes job inputs; everyone may read them (the sandboxed browser user too)."""
-    for path, _dirs, files in os.walk(folder):
-        for name in files:
-            os.chmod(os.path.join(path, name), 0o444)
-        os.chmod(path, 0o555)  # noqa: S103 - read and traverse only, no write bit
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:
-    """In the evaluator child: be killed when the worker dies, even by SIGKILL (Linux)."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

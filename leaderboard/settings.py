@@ -218,7 +218,7 @@ SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "
 
 # ---------------------------------------------------------------------------------------
 # Submissions and the scoring pipeline (owner: submissions; leaderboard/submissions.py,
-# quotas.py, pipeline.py, tasks.py). Every value is read from the environment.
+# quotas.py, pipeline.py, jobs.py, tasks.py). Every value is read from the environment.
 # ---------------------------------------------------------------------------------------
 # Accepted submissions per user, split and UTC day (cancelled-while-queued and failures
 # that are not the submitter's fault are refunded). The held-out test split gets few.

@@ -31,6 +31,7 @@ from leaderboard import quotas
 from leaderboard.models import Evaluation, Submission, Task
 from leaderboard.models.tasks import Split
 from leaderboard.ranking import SCORE_FIELDS
+from leaderboard.secrecy import scrub, secrets_of, split_secrets
 
 USER_PRIORITY = 5
 SCORING_SHOWN = 5  # entries named in a leaderboard view's "being scored now" note
@@ -309,8 +310,6 @@ def visible_submissions(user):
 
 
 def _secrets_for(viewer, tasks) -> list[str]:
-    from leaderboard.pipeline import split_secrets
-
     return [] if viewer.is_authenticated and viewer.is_staff else split_secrets(tasks)
 
 
@@ -348,8 +347,6 @@ def evaluation_payload(evaluation: Evaluation, viewer) -> dict:
         payload["scores"] = {name: getattr(evaluation, name) for name in SCORE_COLUMNS}
         payload["evaluator_version"] = evaluation.evaluator_version
     if evaluation.status in (Evaluation.Status.FAILED, Evaluation.Status.CANCELLED):
-        from leaderboard.pipeline import scrub
-
         reason = scrub(evaluation.failure_reason, _secrets_for(viewer, split_tasks(evaluation.submission.split)))
         payload["failure"] = {"kind": evaluation.failure_kind, "kind_label": evaluation.get_failure_kind_display(),
                               "reason": reason}
@@ -358,8 +355,6 @@ def evaluation_payload(evaluation: Evaluation, viewer) -> dict:
 
 def task_rows(evaluation: Evaluation | None, viewer, *, with_steps: bool = False) -> list[dict]:
     """Per-task results for display or download; steps (ground truth) only for dev or staff."""
-    from leaderboard.pipeline import scrub, secrets_of
-
     if evaluation is None:
         return []
     staff = viewer.is_authenticated and viewer.is_staff

@@ -32,6 +32,7 @@ from django.views.decorators.http import require_GET
 from leaderboard import charts, ranking, submissions
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.tasks import Split, Task
+from leaderboard.secrecy import scrub, secrets_of
 from leaderboard.views import previews
 
 # Replay files are the evaluator's output and task inputs: never let one run on this origin.
@@ -77,8 +78,6 @@ def reveals(user, task: Task) -> bool:
 
 def failure_reason(result: TaskResult, reveal: bool) -> str:
     """Why a task stopped short, in words that never quote held-out ground truth."""
-    from leaderboard.pipeline import scrub, secrets_of
-
     if result.error:
         if result.error == "missing":
             return "page missing from the bundle"

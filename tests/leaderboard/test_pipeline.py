@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from leaderboard import pipeline
+from leaderboard import jobs, pipeline
 from leaderboard.cache import get_generation
 from leaderboard.models import Evaluation, TaskResult
 from tests.leaderboard.base import make_user
@@ -136,8 +136,8 @@ def test_saving_a_task_result_twice_keeps_one_row(owner, imported_sample):
     """Results are written idempotently: a retried job overwrites, never duplicates."""
     evaluation = make_evaluation(make_submission(owner))
     task = imported_sample[0]
-    pipeline.save_task_result(evaluation, task, {"final": 0.2, "steps_passed": 1, "steps_total": 2})
-    pipeline.save_task_result(evaluation, task, {"final": 0.4, "steps_passed": 2, "steps_total": 2})
+    jobs.save_task_result(evaluation, task, {"final": 0.2, "steps_passed": 1, "steps_total": 2})
+    jobs.save_task_result(evaluation, task, {"final": 0.4, "steps_passed": 2, "steps_total": 2})
     assert list(TaskResult.objects.filter(evaluation=evaluation).values_list("final", flat=True)) == [0.4]
 
 
@@ -201,7 +201,7 @@ def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample
     """A hanging job is killed at the limit: failed with kind time_limit, still charged."""
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "hang")
     settings.EVALUATION_TIME_LIMIT_SECONDS = 1
-    monkeypatch.setattr(pipeline, "STOP_GRACE_SECONDS", 1)
+    monkeypatch.setattr(jobs, "STOP_GRACE_SECONDS", 1)
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
     assert "longer than the limit" in evaluation.failure_reason
@@ -235,17 +235,17 @@ def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sam
                                                              django_capture_on_commit_callbacks):
     """The owner cancels mid-run: the worker's next heartbeat finds no claim and stops; nothing is scored."""
     monkeypatch.setenv("FAKE_EVALUATOR_DELAY", "2")
-    beat = pipeline.Job.heartbeat
+    beat = jobs.Job.heartbeat
 
     def cancel_then_beat(job):
         if job.process is not None:
             Evaluation.objects.filter(pk=job.evaluation.pk).update(status="cancelled")
         return beat(job)
 
-    monkeypatch.setattr(pipeline.Job, "heartbeat", cancel_then_beat)
+    monkeypatch.setattr(jobs.Job, "heartbeat", cancel_then_beat)
     evaluation = queued(owner)
     token = pipeline.claim(evaluation.pk, "n:1")
-    job = pipeline.Job(evaluation, token)
+    job = jobs.Job(evaluation, token)
     outcome = job.run()
     job.cleanup()
     assert outcome.status == "lost"

@@ -3,7 +3,9 @@ that, and hand the evaluator a persistent OCR cache for the reference side."""
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 
 import pytest
 from django.core import mail
@@ -11,7 +13,7 @@ from django.core.cache import cache
 
 from evaluator.cli import build_parser
 from leaderboard import cache as generation_cache
-from leaderboard import notifications, pipeline
+from leaderboard import jobs, notifications, pipeline
 from tests.leaderboard.factories import make_entry, make_queued_evaluation, make_submission
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +60,7 @@ def test_a_cache_outage_after_a_scoring_never_fails_it(owner, monkeypatch, caplo
 def test_the_evaluator_gets_a_persistent_reference_ocr_cache(owner, settings):
     """The score command carries --ocr-cache under the data folder, which the evaluator's CLI accepts; an
     operator's own options come last and win."""
-    job = pipeline.Job(make_queued_evaluation(make_submission(owner)), "token")
+    job = jobs.Job(make_queued_evaluation(make_submission(owner)), "token")
     job.data_path = job.dir / "data.jsonl"
     command = job.command()
     assert command[command.index("--ocr-cache") + 1] == str(settings.DATA_DIR / "ocr-cache")
@@ -67,3 +69,29 @@ def test_the_evaluator_gets_a_persistent_reference_ocr_cache(owner, settings):
     assert str(parsed.ocr_cache) == str(settings.DATA_DIR / "ocr-cache")
     settings.EVALUATOR_EXTRA_ARGS = "--ocr-cache /srv/ocr"
     assert str(build_parser().parse_args(job.command()[command.index("score"):]).ocr_cache) == "/srv/ocr"
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="the docker command is not installed")
+def test_container_jobs_read_the_ocr_cache_read_only_and_a_separate_container_fills_it(owner, settings,
+                                                                                     monkeypatch):
+    """The job container mounts the cache read-only and its job.json points at it; the container that fills
+    it is the only one mounting it writable, and it gets the task set alone, not the job folder's bundle."""
+    from evaluator import container
+
+    settings.EVALUATOR_SANDBOX = "container"
+    fills = []
+    monkeypatch.setattr(container, "start_fill", lambda *args: fills.append(args) or True)
+    job = jobs.Job(make_queued_evaluation(make_submission(owner)), "token")
+    job.dir.mkdir(parents=True, exist_ok=True)
+    job.data_path = job.dir / "data.jsonl"
+    command = job.command()
+    cache = (settings.DATA_DIR / "ocr-cache").resolve()
+    assert [command[i + 1] for i, part in enumerate(command) if part == "--volume"][-1] == f"{cache}:/ocr-cache:ro"
+    assert json.loads((job.dir / "job.json").read_text())["ocr_cache"] == "/ocr-cache"
+    [fill_args] = fills
+    fill = container.fill_command(*fill_args[:5], protocol=fill_args[5], engine=fill_args[6])
+    volumes = [fill[i + 1] for i, part in enumerate(fill) if part == "--volume"]
+    assert f"{cache}:/ocr-cache:rw" in volumes and not any(v.startswith(f"{job.dir.resolve()}:") for v in volumes)
+    assert sorted(v.split(":")[0] for v in volumes) == sorted(
+        [str(cache), str(job.data_path.resolve()), str(job.dir.resolve() / "data")])
+    assert "--network" in fill and "none" in fill and "--read-only" in fill and "ALL" in fill

@@ -22,7 +22,7 @@ import pytest
 
 from tests.leaderboard.pipeline_support import Worker, harness, wait_for, worker_environ
 
-N_TASKS = 3  # killed after the first result, two tasks are left: the kill lands mid-run
+N_TASKS = 6  # killed after the first result, five tasks are left: the kill lands mid-run even on a fast machine
 PG_URL = "postgres://postgres@127.0.0.1:5432/{name}"
 REDIS_URL = "redis://127.0.0.1:6379/13"
 
