@@ -127,11 +127,12 @@ def blocks_from_image(img: ImageLike, params: dict | None = None, cache: OcrCach
 
 def blocks_from_lines(pixels: np.ndarray, lines: list[Line]) -> list[Block]:
     """Blocks for OCR lines; ``pixels`` is the picture as an (H, W, 3) array."""
-    levels, codes = _quantize(pixels)
     blocks = []
     for line in lines:
         x, y, w, h = line.box
-        color, bg = sample_colours(levels[y:y + h, x:x + w], codes[y:y + h, x:x + w])
+        # Each box quantized on its own: the same values as the whole picture's, for the small
+        # share of it that text covers.
+        color, bg = sample_colours(*_quantize(pixels[y:y + h, x:x + w]))
         parts = tuple(tuple(float(v) for v in word.box) for word in line.words)
         blocks.append(Block(line.text, (float(x), float(y), float(w), float(h)), color, bg, parts))
     return blocks
