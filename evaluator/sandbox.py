@@ -203,10 +203,12 @@ def run_job(
     """Run ``argv`` as one sandboxed job within ``limits``; never raises for the job's own failure.
 
     ``writable``: the only paths the job may write. ``readable``: inputs that must stay visible
-    even when they live under /tmp (which the sandbox replaces). Raises SandboxError only when
-    the requested isolation is not available.
+    even when they live under /tmp (which the sandbox replaces); this evaluator's code and its
+    Python environment always do, so a checkout under /tmp runs its jobs too. Raises
+    SandboxError only when the requested isolation is not available.
     """
     used = resolve_backend(backend, allow_unsandboxed)
+    readable = [*readable, *runtime_paths()]
     cmd = build_command(argv, used, writable, limits, cwd, readable)
     job_env = {**(env if env is not None else os.environ), ACTIVE_ENV: used}
     started = time.monotonic()
@@ -222,6 +224,11 @@ def run_job(
     result.elapsed_s = round(time.monotonic() - started, 3)
     result.stderr_tail = tail[-20:]
     return result
+
+
+def runtime_paths() -> list[Path]:
+    """What any job needs to read: the Python environment and the folder holding this evaluator."""
+    return [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]]
 
 
 def _pump_stderr(proc: subprocess.Popen, tail: list[str]) -> None:

@@ -203,6 +203,22 @@ def test_a_sandboxed_job_has_no_network_and_a_read_only_system(tmp_path: Path):
 
 
 @needs_bwrap
+def test_a_sandboxed_job_sees_this_evaluator_and_its_python_even_from_tmp(tmp_path: Path, capfd):
+    """The sandbox replaces /tmp; the evaluator's code and Python environment stay visible (a checkout
+    under /tmp runs its jobs), read-only."""
+    from evaluator.sandbox import runtime_paths
+
+    assert Path(sys.prefix).resolve() in runtime_paths() and ROOT in runtime_paths()
+    probe = ("import evaluator, pathlib, sys\n"
+             f"print(pathlib.Path(evaluator.__file__).resolve().parents[1] == pathlib.Path({str(ROOT)!r}))\n"
+             f"try:\n    open({str(ROOT / 'iwr-probe')!r}, 'w'); print('writable')\nexcept OSError:\n"
+             "    print('read-only')\n")
+    result = run_job([sys.executable, "-c", probe], [tmp_path], cwd=ROOT, backend="bubblewrap")
+    assert result.returncode == 0, result.stderr_tail
+    assert capfd.readouterr().out.split()[-2:] == ["True", "read-only"] and not (ROOT / "iwr-probe").exists()
+
+
+@needs_bwrap
 def test_a_sandboxed_job_is_killed_at_its_time_and_memory_limits(tmp_path: Path):
     """The watchdog kills a job that runs too long or holds too much memory, and says which."""
     slow = run_job([sys.executable, "-c", "import time; time.sleep(60)"], [tmp_path], limits=JobLimits(time_s=1))
