@@ -94,7 +94,8 @@ def _reference(tasks, target: Path) -> dict:
 
 
 def _snapshot(tasks, target: Path) -> dict:
-    from evaluator.browser import SiteMap, launch, page_session
+    from evaluator.browser import launch
+    from evaluator.page_session import SiteMap, page_session
 
     written, skipped = [], []
     with launch() as browser:

@@ -1,6 +1,6 @@
 """JavaScript the evaluator runs inside pages: determinism, settling, screenshots, counters.
 
-Kept apart from :mod:`evaluator.browser`, which sends these scripts to Chromium and reads
+Kept apart from :mod:`evaluator.page_session`, which sends these scripts to the page and reads
 what they return.
 """
 

@@ -21,11 +21,12 @@ from typing import Any
 
 # ---------------------------------------------------------------------------
 # iwr-det: deterministic, offline, no LLM, no model weights.
-# Each section may be edited only by its owner: targeting and assertion by the
-# targeting helper, settle and limits by the browser helper, visual by metrics.
+# Each section is read by one part of the evaluator: targeting by evaluator.agents, assertion
+# by evaluator.judges, settle by evaluator.page_session, limits by evaluator.replay and the
+# runner, visual by evaluator.metrics.
 # ---------------------------------------------------------------------------
 
-# Owner: targeting helper. Read by evaluator.agents (TargetingParams); keys = its fields.
+# Read by evaluator.agents (TargetingParams); keys = its fields.
 _DET_TARGETING = {
     "w_text": (0.50, "Descriptions mostly name the visible label, so the text match dominates the element "
                      "score (judge-design.md: 0.50 text + 0.15 attributes + 0.20 role + 0.15 position)."),
@@ -62,7 +63,7 @@ _DET_TARGETING = {
                                     "below counts 0.7 of an aligned one on the left or right."),
 }
 
-# Owner: targeting helper. Read by evaluator.judges (AssertionParams); keys = its fields.
+# Read by evaluator.judges (AssertionParams); keys = its fields.
 _DET_ASSERTION = {
     "pixel_change_fraction": (0.002, "More than 0.2% of pixels differing (at diff_scale) counts as a visible "
                                      "change; less is caret or anti-aliasing noise."),
@@ -91,7 +92,7 @@ _DET_ASSERTION = {
                                    "references are not trusted for this (a hover shade changes their words)."),
 }
 
-# Owner: browser helper. Read by evaluator.browser (settle) and evaluator.replay / runner (limits).
+# Read by evaluator.page_session: how a page settles after loading and after each action.
 _DET_SETTLE = {
     "network_quiet_ms": (2000, "Longest wait for in-flight requests to finish; every request is answered "
                                "locally, so only a page that never stops fetching reaches it."),
@@ -116,7 +117,7 @@ _DET_SETTLE = {
                             "identically on every run."),
 }
 
-# Owner: browser helper.
+# Read by evaluator.replay and evaluator.runner: limits of an action, a task and a job.
 _DET_LIMITS = {
     "load_timeout_s": (15, "Loading index.html (only local files) takes well under a second; a page whose "
                            "scripts loop at load fails here instead of blocking the worker."),
@@ -136,7 +137,7 @@ _DET_LIMITS = {
                                        "Chromium + OCR); the sandbox watchdog kills a job that exceeds it."),
 }
 
-# Owner: metrics helper.
+# Read by evaluator.metrics.
 _DET_VISUAL = {
     "ocr_lang": ("eng", "Tesseract language pack installed by scripts/setup.sh; the benchmark pages are English."),
     "ocr_psm": (3, "Tesseract fully automatic page segmentation: web pages mix columns, headers and buttons."),

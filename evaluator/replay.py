@@ -27,7 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluator.browser import Browser, JsonPage, SiteMap, page_session, rss_bytes
+from evaluator.browser import Browser, rss_bytes
+from evaluator.page_session import JsonPage, SiteMap, page_session
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,9 @@ TARGETED = ("Click", "Type")
 
 def replay(task, page_path: Path, params: dict, numbering: str, shots: Path) -> dict:
     """Replay one task in its own browser and score it; returns the task result."""
-    from evaluator.browser import ORIGIN, SiteMap, launch, page_session
+    from evaluator.browser import launch
     from evaluator.bundle import read_page
+    from evaluator.page_session import ORIGIN, SiteMap, page_session
 
     site = SiteMap.for_page(page_path, task.assets_dir, index_text=read_page(page_path))
     shots.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 The page is rendered exactly as the evaluator renders a submission: the reference page
 (evaluator.authoring.reference_page) goes through the official post-processing and is
-served by evaluator.browser at the fake origin, with the same viewport, seeded randomness,
+served by evaluator.page_session at the fake origin, with the same viewport, seeded randomness,
 paused clock and settle rules. So the checkpoints are what the reference page, submitted
 as a bundle, produces when it is scored, and recording the same script twice gives the
 same pixels.
@@ -40,8 +40,8 @@ def record_steps(
 ) -> Recording:
     """Serve ``root``'s reference page, play the script, write checkpoints, reference data and video."""
     from evaluator.authoring.video import convert_to_mp4, first_content_time
-    from evaluator.browser import SiteMap, page_session
     from evaluator.bundle import read_page
+    from evaluator.page_session import SiteMap, page_session
 
     pace = script.pace_ms if pace_ms is None else pace_ms
     index = root / "reference" / "site" / "index.html"

@@ -82,7 +82,7 @@ def recorder_sources() -> list[Path]:
     """The code that decides what a recording contains (authoring and the browser set-up)."""
     authoring = SAMPLE_DIR.parent / "authoring"
     files = sorted([*authoring.glob("*.py"), *authoring.glob("*.js")])
-    return [*files, SAMPLE_DIR.parent / "browser.py"]
+    return [*files, SAMPLE_DIR.parent / "browser.py", SAMPLE_DIR.parent / "page_session.py"]
 
 
 def check_sources(sources: Path, packages: dict[str, str]) -> None:

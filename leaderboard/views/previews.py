@@ -13,7 +13,7 @@ from django.utils.html import escape
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_safe
 
-from evaluator.browser import content_type
+from evaluator.page_session import content_type
 from leaderboard import previews, submissions
 from leaderboard.models import Submission
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.browser import JsonPage, SiteMap, content_type, launch, page_session
+from evaluator.browser import launch
+from evaluator.page_session import JsonPage, SiteMap, content_type, page_session
 
 pytestmark = pytest.mark.browser
 
