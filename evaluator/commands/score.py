@@ -8,6 +8,7 @@ before the job, outside the sandbox, and the job only reads it (see ``OcrCache``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from evaluator.cli import UsageError
 
 log = logging.getLogger("evaluator.score")
+FILL_NICENESS = 10  # the reference cache fill beside a job: about a tenth of a core's share when both compete
 
 
 def register(subparsers) -> None:
@@ -145,6 +147,8 @@ def _start_ocr_cache_fill(args: argparse.Namespace, limits) -> threading.Thread:
     The fill runs beside the job, not before it: on a kept cache it only checks (a quarter of a
     second that the job's start-up hides), and a reading the job needs before the fill has stored it
     is simply read by the job itself, the same way. No new picture after a tenth of the job's time.
+    The thread runs at a lower CPU priority: the job's start-up keeps every core busy, and the
+    check fits in the moments the job waits for its pages.
     """
     args.ocr_cache.mkdir(parents=True, exist_ok=True)
     thread = threading.Thread(target=_fill_ocr_cache, args=(args, limits.time_s / 10), name="iwr-ocr-fill")
@@ -154,6 +158,10 @@ def _start_ocr_cache_fill(args: argparse.Namespace, limits) -> threading.Thread:
 
 def _fill_ocr_cache(args: argparse.Namespace, time_limit: float) -> None:
     from evaluator.commands.ocr_cache import fill
+
+    with contextlib.suppress(OSError):  # this thread only (Linux: a thread is a task of its own)
+        me = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, me, max(os.getpriority(os.PRIO_PROCESS, me), FILL_NICENESS))
 
     try:
         read, total = fill(args.data, args.ocr_cache, args.protocol, _task_keys(args), args.workers,

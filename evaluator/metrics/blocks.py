@@ -36,11 +36,11 @@ from PIL import Image
 from rapidfuzz import fuzz
 from rapidfuzz.process import cdist
 from scipy.ndimage import distance_transform_edt, uniform_filter
-from scipy.optimize import linear_sum_assignment
 from skimage.color import deltaE_ciede2000, rgb2lab
 from skimage.metrics import structural_similarity
 
 from evaluator.metrics import ImageLike, MetricError, load_image, visual_params
+from evaluator.metrics.assignment import linear_sum_assignment
 from evaluator.metrics.ocr import Line, OcrCache, ocr_lines
 from evaluator.metrics.visual import Canvas, common_canvas, resize, scaled_size
 

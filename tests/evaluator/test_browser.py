@@ -340,3 +340,42 @@ def test_it_settles_across_a_navigation_to_a_sibling_page(browser, tmp_path: Pat
         session.settle()
         assert session.page.url == "http://iwr.test/second.html"
         assert session.page.inner_text("h1") == "Second"
+
+
+def test_driver_compile_cache_is_filled_once_and_then_read(tmp_path, monkeypatch):
+    """warm_driver_cache (set-up) stores Playwright's compiled driver; later driver starts accept it,
+    even from a folder they cannot write (jobs read it from their sandbox)."""
+    import subprocess
+
+    from playwright._impl._driver import compute_driver_executable
+
+    from evaluator.browser import NODE_COMPILE_CACHE_ENV, warm_driver_cache
+
+    cache = tmp_path / "node-compile"
+    monkeypatch.setenv(NODE_COMPILE_CACHE_ENV, str(cache))
+    assert warm_driver_cache() == cache
+    entries = [p for p in cache.rglob("*") if p.is_file()]
+    assert entries and sum(p.stat().st_size for p in entries) > 100_000  # the bundles, not an empty folder
+    env = {**os.environ, NODE_COMPILE_CACHE_ENV: str(cache), "NODE_DEBUG_NATIVE": "COMPILE_CACHE"}
+    node, cli = compute_driver_executable()
+    sealed = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", node, cli,
+                             "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert sealed.returncode == 0, sealed.stderr
+    assert "coreBundle.js was accepted" in sealed.stderr
+
+
+def test_launch_points_playwright_at_the_project_compile_cache():
+    """Without an explicit NODE_COMPILE_CACHE, the driver of every launch reads the set-up's cache."""
+    import subprocess
+    import sys
+
+    from evaluator.browser import DRIVER_CACHE, NODE_COMPILE_CACHE_ENV, REPO_ROOT
+
+    probe = ("import os; from evaluator.browser import launch\n"
+             "with launch() as b:\n"
+             "    print(b.pw_browser.is_connected(), os.environ['NODE_COMPILE_CACHE'])\n")
+    env = {k: v for k, v in os.environ.items() if k != NODE_COMPILE_CACHE_ENV}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", str(DRIVER_CACHE)]

@@ -42,3 +42,22 @@ def test_unknown_subcommand_is_a_usage_error():
     result = run("frobnicate")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_command_imports_only_what_it_needs():
+    """`score` starts every scoring job: it must not pay for the generate command's HTTP client and TLS."""
+    probe = ("import sys; from evaluator.cli import build_parser; "
+             "args = build_parser('score').parse_args(['score', '--data', 'd', '--bundle', 'b', '--out', 'o']); "
+             "heavy = ('evaluator.generation', 'ssl', 'http.client'); "
+             "print(args.command, sorted(m for m in heavy if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(maxsplit=1) == ["score", "[]\n"]
+
+
+def test_every_command_still_parses_by_its_own_name():
+    """Registering one command at a time keeps each command's own options and help (ocr-cache included)."""
+    for name in ("score", "ocr-cache", "generate", "validate"):
+        result = run(name, "--help")
+        assert result.returncode == 0, result.stderr
+        assert f"usage: python -m evaluator {name}" in result.stdout

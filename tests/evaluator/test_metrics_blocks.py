@@ -228,3 +228,28 @@ def test_it_rejects_an_unknown_block_source():
     """A block_source other than ocr or dom is a MetricError naming the value."""
     with pytest.raises(MetricError, match="'html'"):
         block_score(draw(layout()), draw(layout()), params={"block_source": "html"})
+
+
+def test_block_matching_uses_scipys_own_assignment_without_importing_scipy_optimize():
+    """The Hungarian step is SciPy's compiled function itself (same pairs, ties included), loaded
+    without the quarter second of importing all of scipy.optimize in every scoring worker."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; import evaluator.metrics.blocks as b; "
+             "print(b.linear_sum_assignment.__module__, 'scipy.optimize' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["scipy.optimize._lsap", "False"]
+
+    import scipy.optimize
+
+    from evaluator.metrics.assignment import linear_sum_assignment
+
+    assert linear_sum_assignment is scipy.optimize.linear_sum_assignment
+    rng = np.random.default_rng(7)
+    for shape in ((6, 6), (4, 9), (9, 4)):
+        tied = rng.integers(0, 3, size=shape).astype(float)  # many equal optima: tie-breaking shows
+        for maximize in (True, False):
+            ours = linear_sum_assignment(tied, maximize=maximize)
+            theirs = scipy.optimize.linear_sum_assignment(tied, maximize=maximize)
+            assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))

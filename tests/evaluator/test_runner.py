@@ -228,6 +228,28 @@ def test_a_sandboxed_job_is_killed_at_its_time_and_memory_limits(tmp_path: Path)
     assert big.memory_exceeded and big.elapsed_s < 20 and "memory limit" in big.reason
 
 
+def test_job_memory_counts_resident_pages_until_near_the_limit_then_pss():
+    """The job watchdog reads cheap resident sizes while far below the limit and PSS once near it;
+    both see a child's memory, and resident is never below PSS."""
+    import time
+
+    from evaluator.sandbox import tree_memory_bytes
+
+    child = subprocess.Popen([sys.executable, "-c", "x = bytearray(200 * 2**20); print(1, flush=True); "
+                              "import time; time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == b"1"
+        time.sleep(0.1)
+        pss = tree_memory_bytes(os.getpid())
+        resident = tree_memory_bytes(os.getpid(), within=2**40)
+        near_limit = tree_memory_bytes(os.getpid(), within=1)
+    finally:
+        child.kill()
+        child.wait()
+    assert pss > 200 * 2**20 and resident >= pss
+    assert abs(near_limit - pss) < 0.05 * pss  # past the limit: PSS again, not the resident total
+
+
 def test_running_without_a_sandbox_needs_explicit_permission(monkeypatch):
     """Backend 'none' is refused unless allowed; unknown backends are refused; 'container' is not silent."""
     monkeypatch.delenv("IWR_ALLOW_UNSANDBOXED", raising=False)
