@@ -16,11 +16,11 @@ import hashlib
 import io
 import json
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evaluator.memo import BoundedMemo
 
 # Part of every kept fraction's key: a change to how the fraction is computed leaves old files unread.
 FORMULA_VERSION = 1
@@ -43,18 +43,15 @@ class ScaledMemo:
 
     def __init__(self, max_entries: int = 6, max_bytes: int = 32 * 2**20):
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._entries: OrderedDict[tuple[str, float], Scaled] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = BoundedMemo(max_entries, max_bytes, size_of=lambda scaled: scaled.nbytes)
 
     def get(self, png: bytes, scale: float) -> Scaled:
         key = (digest(png), scale)
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-                return hit
-        scaled = _decode(png, scale)  # outside the lock: another thread may decode meanwhile
-        self._remember(key, scaled)
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit
+        scaled = _decode(png, scale)  # not under a lock: another thread may decode meanwhile
+        self._entries.put(key, scaled)
         return scaled
 
     def __len__(self) -> int:
@@ -62,24 +59,10 @@ class ScaledMemo:
 
     @property
     def nbytes(self) -> int:
-        with self._lock:
-            return sum(entry.nbytes for entry in self._entries.values())
+        return self._entries.total_size()
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def _remember(self, key: tuple[str, float], scaled: Scaled) -> None:
-        if scaled.nbytes > self.max_bytes:
-            return
-        with self._lock:
-            self._entries[key] = scaled
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries or self._total() > self.max_bytes:
-                self._entries.popitem(last=False)
-
-    def _total(self) -> int:
-        return sum(entry.nbytes for entry in self._entries.values())
+        self._entries.clear()
 
 
 SCALED = ScaledMemo()
@@ -133,23 +116,20 @@ class PairFractions:
     """Fractions of reference checkpoint pairs by key: an in-memory LRU, plus a folder when given."""
 
     def __init__(self, maxsize: int = 4096):
-        self.maxsize = maxsize
-        self._memory: OrderedDict[str, float] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memory = BoundedMemo(maxsize)
         self._read_only: set[Path] = set()  # folders a scoring job may only read: not tried again
 
     def get(self, key: str, directory: Path | None) -> float | None:
-        with self._lock:
-            if key in self._memory:
-                self._memory.move_to_end(key)
-                return self._memory[key]
+        value = self._memory.get(key)
+        if value is not None:
+            return value
         value = _read_kept(directory, key) if directory is not None else None
         if value is not None:
-            self._remember(key, value)
+            self._memory.put(key, value)
         return value
 
     def put(self, key: str, value: float, directory: Path | None) -> None:
-        self._remember(key, value)
+        self._memory.put(key, value)
         if directory is None or directory in self._read_only:
             return
         try:
@@ -158,16 +138,8 @@ class PairFractions:
             self._read_only.add(directory)
 
     def clear(self) -> None:
-        with self._lock:
-            self._memory.clear()
-            self._read_only.clear()
-
-    def _remember(self, key: str, value: float) -> None:
-        with self._lock:
-            self._memory[key] = value
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.maxsize:
-                self._memory.popitem(last=False)
+        self._memory.clear()
+        self._read_only.clear()
 
 
 PAIRS = PairFractions()

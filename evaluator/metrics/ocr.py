@@ -20,7 +20,6 @@ import json
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import pytesseract
 from PIL import Image
 from rapidfuzz.distance import Levenshtein
 
+from evaluator.memo import BoundedMemo
 from evaluator.metrics import ImageLike, MetricError, image_key, load_image, visual_params
 
 Box = tuple[int, int, int, int]  # x, y, width, height in pixels
@@ -106,24 +106,21 @@ class OcrCache:
     """
 
     def __init__(self, maxsize: int = 256, directory: str | Path | None = None):
-        self.maxsize = maxsize
         self.directory = Path(directory) if directory else None
-        self._memory: OrderedDict[str, OcrResult] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memory = BoundedMemo(maxsize)
         self._disk_writable = True
 
     def get(self, key: str) -> OcrResult | None:
-        with self._lock:
-            if key in self._memory:
-                self._memory.move_to_end(key)
-                return self._memory[key]
+        result = self._memory.get(key)
+        if result is not None:
+            return result
         result = self._read_disk(key)
         if result is not None:
-            self._remember(key, result)
+            self._memory.put(key, result)
         return result
 
     def put(self, key: str, result: OcrResult) -> None:
-        self._remember(key, result)
+        self._memory.put(key, result)
         self._write_disk(key, result)
 
     def fill(self, images: Iterable[str | Path], params: dict | None = None, workers: int = 1,
@@ -162,13 +159,6 @@ class OcrCache:
     def _marker(self, path: Path, settings: str) -> Path:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
         return self.directory / "files" / f"{digest}-{settings}"
-
-    def _remember(self, key: str, result: OcrResult) -> None:
-        with self._lock:
-            self._memory[key] = result
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.maxsize:
-                self._memory.popitem(last=False)
 
     def _read_disk(self, key: str) -> OcrResult | None:
         if self.directory is None:
