@@ -41,6 +41,7 @@ CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 SANDBOX_USER = "iwr-sandbox"
 CONTAINER_SANDBOX_ENV = "IWR_CHROMIUM_SANDBOX"  # "0" only in docker/Dockerfile.evaluator
 REPO_ROOT = Path(__file__).resolve().parent.parent
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # Node's compile cache for Playwright's driver: its 7 MB of bundled JavaScript compiles in a
 # sixth of a second on every worker start without it. scripts/setup.sh fills it
 # (warm_driver_cache); sandboxed jobs only read it. The evaluator image sets its own path.
@@ -298,13 +299,12 @@ def _cmdline(pid: int) -> str:
 
 
 def rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` (its VmRSS), read from /proc/PID/statm: the cheapest place to read it."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _kill_all(pids: list[int]) -> int:

@@ -39,7 +39,6 @@ BACKENDS = ("bubblewrap", "none", "container")
 ACTIVE_ENV = "IWR_SANDBOX_ACTIVE"  # set inside a sandboxed job: the job must not wrap itself again
 ALLOW_ENV = "IWR_ALLOW_UNSANDBOXED"
 POLL_S = 0.5
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 class SandboxError(RuntimeError):
@@ -277,22 +276,14 @@ def tree_memory_bytes(root: int, within: int | None = None) -> int:
     a second for the whole job; their RSS costs a hundredth of that, and PSS is only needed to
     decide once the resident total crosses ``within``.
     """
-    from evaluator.browser import process_descendants
+    from evaluator.browser import process_descendants, rss_bytes
 
     pids = [root, *process_descendants(root)]
     if within is not None:
-        resident = sum(_rss_bytes(pid) for pid in pids)
+        resident = sum(rss_bytes(pid) for pid in pids)
         if resident <= within:
             return resident
     return sum(_pss_bytes(pid) for pid in pids)
-
-
-def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * PAGE_SIZE
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _pss_bytes(pid: int) -> int:
