@@ -92,7 +92,7 @@ class Browser:
     @property
     def description(self) -> str:
         """The running browser and its version, as :func:`browser_version` names it (no extra process)."""
-        return f"{Path(self.binary).name} {self.pw_browser.version}"
+        return _named(self.binary, self.pw_browser.version)
 
     @property
     def pid(self) -> int | None:
@@ -250,7 +250,11 @@ def browser_version(headless: bool = True) -> str:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{Path(binary).name} (version unknown: {type(exc).__name__})"
-    version = out.split()[-1] if out.split() else "unknown"
+    return _named(binary, out.split()[-1] if out.split() else "unknown")
+
+
+def _named(binary: str, version: str) -> str:
+    """How results.json names a browser: its binary's name and its version."""
     return f"{Path(binary).name} {version}"
 
 
