@@ -105,6 +105,7 @@ def test_a_researcher_submits_finds_the_entry_ranked_and_steps_through_its_repla
         expect(panel.locator(".badge.pass")).to_be_visible()
         for image in panel.locator("img").all():  # reference checkpoint and the generated screenshot
             expect(image).to_be_visible()
+            expect(image).to_have_js_property("complete", True)  # visible before loaded: wait for the load
             assert image.evaluate("img => img.complete && img.naturalWidth > 0")
     visible = page.locator(".step-panel:visible")
     expect(visible).to_have_count(1)
