@@ -3,4 +3,4 @@
 Pure Python: this package never imports Django and has no side effects at import time.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -83,8 +83,35 @@ async ({frames, quietMs, maxMs, minMs}) => {
 # caret="hide"), run in one call per frame: the caret is made transparent, finite animations
 # are finished and infinite ones cancelled until SCREENSHOT_CLEANUP; then fonts are awaited and
 # the visual viewport to capture is returned. Same steps, so the same pixels as page.screenshot.
+#
+# One step more: the page is painted afresh before every capture, so its pixels depend on what
+# the page is now, not on which states of it happened to be painted before. Chromium applies
+# an opacity change to an element it painted earlier without painting it again: an element
+# first painted half-faded (a jQuery fadeIn, say) keeps the offscreen layer of that paint, and
+# its anti-aliased edges come out a level or two off from the same element painted at opacity 1.
+# Page time only moves inside the clock's steps, but real frames fall between the step's
+# timers wherever the machine's timing puts them, so whether a fade was painted half-way
+# differed from run to run. A style sheet the page cannot see (adopted, so no DOM mutation and
+# no MutationObserver record) puts a no-op filter on the root element for one painted frame:
+# a new effect above everything makes Chromium record every layer again, and removing it does
+# so once more, from the page's current state. The capture then paints that state.
 SCREENSHOT_PREPARE = r"""
 async (fontsMs) => {
+  const repaint = async (n) => {
+    let sheet = null;
+    try {
+      sheet = new CSSStyleSheet();
+      sheet.replaceSync(":root { filter: opacity(1) !important; }");
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    } catch (e) { return; }  // a page that broke adoptedStyleSheets is captured as it is
+    // A frame's paint runs in the same task as its animation-frame callbacks: a task queued from
+    // the callback runs once that frame is painted. Hidden pages get no frames: 100 ms at most.
+    await new Promise(resolve => {
+      const t = n.setTimeout(resolve, 100);
+      n.raf(() => { n.clearTimeout(t); n.setTimeout(resolve, 0); });
+    });
+    try { document.adoptedStyleSheets = document.adoptedStyleSheets.filter(s => s !== sheet); } catch (e) {}
+  };
   const roots = [];
   const collect = (root) => {
     roots.push(root);
@@ -132,6 +159,7 @@ async (fontsMs) => {
   window.__iwrScreenshotCleanup = () => { for (const c of cleanups) c(); delete window.__iwrScreenshotCleanup; };
   const n = window.__iwrNative;
   if (document.fonts && n) await Promise.race([document.fonts.ready, new Promise(r => n.setTimeout(r, fontsMs))]);
+  if (n) await repaint(n);
   const v = window.visualViewport;
   return v ? [v.pageLeft, v.pageTop, v.scale] : [scrollX, scrollY, 1];
 }

@@ -82,7 +82,9 @@ def recorder_sources() -> list[Path]:
     """The code that decides what a recording contains (authoring and the browser set-up)."""
     authoring = SAMPLE_DIR.parent / "authoring"
     files = sorted([*authoring.glob("*.py"), *authoring.glob("*.js")])
-    return [*files, SAMPLE_DIR.parent / "browser.py", SAMPLE_DIR.parent / "page_session.py"]
+    # The browser set-up, the scripts it runs in pages (settling, screenshots) and the settle parameters.
+    rendering = ("browser.py", "page_session.py", "page_scripts.py", "protocols.py")
+    return [*files, *(SAMPLE_DIR.parent / name for name in rendering)]
 
 
 def check_sources(sources: Path, packages: dict[str, str]) -> None:

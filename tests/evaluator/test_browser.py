@@ -245,6 +245,40 @@ def test_its_screenshots_have_the_pixels_of_playwrights(browser, tmp_path: Path)
     assert after == ["", "running"]
 
 
+FADE_PAGE = """<!doctype html><style>
+  body { margin: 0; background: #f8f9fc; font: 16px sans-serif; }
+  #menu { position: absolute; right: 0; bottom: 0; width: 300px; height: 200px; will-change: transform;
+          background: #fff; border: 1px solid #ddd; }
+  #top { position: fixed; right: 16px; bottom: 16px; width: 44px; height: 44px; border-radius: 5.6px; display: none;
+         background: rgba(90, 92, 105, .5); color: #fff; text-align: center; line-height: 44px; }
+</style><div id="menu">Menu</div><a id="top">^</a><script>
+  window.mutations = 0;
+  new MutationObserver(list => { window.mutations += list.length; })
+    .observe(document, {subtree: true, childList: true, attributes: true});
+</script>"""
+SHOW = "(opacity) => { const top = document.getElementById('top'); top.style.display = 'block'; " \
+       "top.style.opacity = opacity; }"
+PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 30))))"
+
+
+def test_its_screenshots_do_not_depend_on_what_was_painted_before(browser, tmp_path: Path):
+    """A button painted half-faded before it reached opacity 1 gives the same pixels as one shown at 1
+    straight away, and the page sees no DOM change for it (its style sheets are as they were)."""
+    shots, seen = [], []
+    for fades in ((), ("0.2", "0.5", "0.8")):
+        with page_session(browser, make_site(tmp_path, FADE_PAGE), 400, 300, clock=None) as session:
+            page = session.page
+            for opacity in (*fades, "1"):
+                page.evaluate(SHOW, opacity)
+                page.evaluate(PAINTED)  # real frames paint each state, as they fall between a fade's timers
+            before = page.evaluate("window.mutations")
+            shots.append(_pixels(session.screenshot()))
+            seen.append(page.evaluate("[window.mutations, document.adoptedStyleSheets.length]") + [before])
+    assert shots[0] == shots[1]
+    assert [mutations for mutations, _, before in seen] == [before for _, _, before in seen]
+    assert [sheets for _, sheets, _ in seen] == [0, 0]
+
+
 def _pixels(png: bytes) -> bytes:
     return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
 

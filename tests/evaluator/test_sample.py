@@ -11,7 +11,7 @@ import pytest
 from evaluator.authoring import load_script
 from evaluator.cli import main
 from evaluator.sample import build
-from evaluator.sample.build import SampleError, SampleTask, build_key, build_sample, load_manifest
+from evaluator.sample.build import SampleError, SampleTask, build_key, build_sample, load_manifest, recorder_sources
 
 REPO = Path(__file__).resolve().parents[2]
 NPM = REPO / ".cache" / "npm"
@@ -86,6 +86,13 @@ def test_the_build_key_changes_when_a_script_changes(tmp_path):
     assert build_key(packages, tasks) == build_key(packages, list(tasks))
     assert build_key(packages, changed) != build_key(packages, tasks)
     assert build_key({**packages, "todomvc": "9.9.9"}, tasks) != build_key(packages, tasks)
+
+
+def test_the_build_key_covers_the_code_that_draws_the_reference_checkpoints():
+    """Screenshot and settle scripts, the browser set-up and the settle parameters: editing any records again."""
+    names = {source.name for source in recorder_sources()}
+    assert {"browser.py", "page_session.py", "page_scripts.py", "protocols.py", "recorder.py"} <= names
+    assert all(source.is_file() for source in recorder_sources())
 
 
 def test_the_build_key_changes_with_the_browser(monkeypatch):
