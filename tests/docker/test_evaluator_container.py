@@ -32,14 +32,9 @@ def make_job(job_dir: Path, data_jsonl: Path, bundle_dir: Path, tasks=None, ocr_
 
 
 def scores(document: dict) -> dict:
-    """Per-task outcome that must match exactly: IFS and steps passed."""
-    return {key: (t["ifs"], t["steps_passed"]) for key, t in document["tasks"].items()}
-
-
-def visual_scores(document: dict) -> dict:
-    """Per-task VFS and Final, compared within 1e-7: one anti-aliased pixel (the corner of a button that
-    faded in) may still differ between two Chromium processes, which moves a visual score by about 5e-9."""
-    return {f"{key}:{field}": t[field] for key, t in document["tasks"].items() for field in ("vfs", "final")}
+    """Per-task scores and steps passed: the same Chromium and fonts draw the same pixels in or out of the container."""
+    fields = ("ifs", "vfs", "final", "low_level", "high_level", "steps_passed")
+    return {key: {f: t[f] for f in fields} for key, t in document["tasks"].items()}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +63,7 @@ def test_container_scores_equal_the_host_evaluator(evaluator_image, reference_bu
     host = json.loads((host_out / "results.json").read_text())
     assert inside["protocol"] == host["protocol"] and inside["evaluator_version"] == host["evaluator_version"]
     assert scores(inside) == scores(host)
-    assert visual_scores(inside) == pytest.approx(visual_scores(host), abs=1e-7)
+    assert inside["summary"] == host["summary"]
     assert inside["summary"]["final"] >= 0.9
 
 

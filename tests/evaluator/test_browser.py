@@ -297,6 +297,19 @@ def test_an_action_s_frame_bound_events_run_before_page_time_moves(browser, tmp_
     assert shown == [True, True, True]
 
 
+def test_a_key_that_scrolls_the_page_lands_at_once(browser, tmp_path: Path):
+    """Arrow and Page Down scroll a page that does not handle them by their whole step before the next read."""
+    site = make_site(tmp_path, "<body style='height: 6000px'><p>Top</p></body>")
+    with page_session(browser, site, W, H) as session:
+        page = session.page
+        page.keyboard.press("ArrowDown")
+        after_arrow = page.evaluate("scrollY")
+        page.keyboard.press("PageDown")
+        after_page = page.evaluate("scrollY")
+        page.wait_for_timeout(300)  # an animated scroll would still be moving here
+        assert 0 < after_arrow < after_page == page.evaluate("scrollY")
+
+
 def test_a_json_page_returns_exactly_what_playwright_returns(browser, tmp_path: Path):
     """Through JSON or not, page functions and expressions give the same Python values and the same errors."""
     scripts = [

@@ -3,13 +3,14 @@
 Each baseline bundle (``evaluator baselines``) is scored on every task of both splits in
 ONE ``evaluator score`` run (2 workers, no video). Reference pages must score at the top,
 empty pages at the bottom, and scripts-stripped snapshots must keep the look but lose
-what needs scripts.
+what needs scripts. Scored twice more, a bundle gives the same results again.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.evaluator.calibration import runs
 from tests.evaluator.calibration.build import shared_workspace
 from tests.evaluator.calibration.expectations import (
     case,
@@ -31,6 +32,8 @@ SNAPSHOT_VFS = 0.65
 # the reference's IFS (measured: 0 to 0.2 where the judge is right).
 SNAPSHOT_IFS_GAP = 0.5
 EPS = 1e-6
+# How long a task and each of its steps took: the only fields of a result that may differ between runs.
+WALL_TIME_FIELDS = frozenset({"elapsed_s", "elapsed_ms"})
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +97,24 @@ def test_snapshot_does_only_what_needs_no_script(scored, workspace, key):
     if needs_scripts(task):
         assert snapshot["ifs"] <= reference["ifs"] * SNAPSHOT_IFS_GAP, (snapshot["ifs"], reference["ifs"])
 
+
+
+@pytest.mark.parametrize("kind", ["reference", "snapshot"])
+def test_the_same_bundle_scores_the_same_three_times(scored, workspace, tmp_path, kind):
+    """Two more runs give the same scores, summary and step records (chosen elements, verdicts, visual
+    sub-scores) on every task: only wall time differs."""
+    first = _without_wall_time(scored[kind]["tasks"])
+    bundle = workspace.baseline_bundles / kind
+    for run in range(2):
+        again = runs.score(workspace.data, bundle, tmp_path / f"run{run}", workspace.ocr_cache)
+        assert again["summary"] == scored[kind]["summary"]
+        tasks = _without_wall_time(again["tasks"])
+        assert {key: task for key, task in tasks.items() if task != first[key]} == {}
+
+
+def _without_wall_time(value):
+    if isinstance(value, dict):
+        return {k: _without_wall_time(v) for k, v in value.items() if k not in WALL_TIME_FIELDS}
+    if isinstance(value, list):
+        return [_without_wall_time(v) for v in value]
+    return value
