@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -27,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db import OperationalError
 from django.utils import timezone
 
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.secrecy import scrub, split_secrets
 
+log = logging.getLogger(__name__)
 Status = Evaluation.Status
 Kind = Evaluation.FailureKind
 SCORE_FIELDS = ("ifs", "vfs", "final", "low_level", "high_level")
@@ -212,8 +215,14 @@ class Job:
             time.sleep(POLL_SECONDS)
 
     def heartbeat(self) -> bool:
-        return bool(holding(self.evaluation, self.token).update(heartbeat_at=timezone.now(),
-                                                                  tasks_done=len(self.saved)))
+        """False once the claim is gone. A database locked past its timeout (a long write elsewhere)
+        skips this beat: the reaper's staleness limit is many beats long."""
+        try:
+            return bool(holding(self.evaluation, self.token).update(heartbeat_at=timezone.now(),
+                                                                      tasks_done=len(self.saved)))
+        except OperationalError as exc:
+            log.warning("evaluation %s: heartbeat skipped (%s)", self.evaluation.pk, exc)
+            return True
 
     def stop(self) -> None:
         """Terminate the evaluator and everything it started (its own process group)."""
@@ -267,17 +276,11 @@ class Job:
         return keys
 
     def outcome(self, returncode: int) -> Outcome:
-        tail = self.log_tail()
-        if self.container_name and returncode != 0 and self.container_oom_killed():
-            return Outcome.failed(Kind.EVALUATOR, f"The evaluator container exceeded its memory limit "
-                                                  f"({settings.EVALUATOR_MEMORY}) and was stopped. A page that "
-                                                  "allocates without bound is the usual cause; check the log.")
-        if returncode < 0:
-            return Outcome.retry(f"the evaluator was killed by signal {-returncode}")
-        if returncode != 0:
-            if "time limit" in tail:
-                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS))
-            return Outcome.failed(Kind.EVALUATOR, evaluator_fault_reason(returncode, tail))
+        from leaderboard.heldout import failed_run
+
+        if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
+            oom = bool(self.container_name) and self.container_oom_killed()
+            return Outcome(*failed_run(returncode, self.log_tail(), oom))
         document = _read_json(self.out_dir / "results.json")
         if not isinstance(document, dict) or not isinstance(document.get("tasks"), dict):
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
@@ -321,12 +324,6 @@ def container_limits():
 def time_limit_reason(limit: int) -> str:
     return (f"Scoring took longer than the limit of {limit // 60} min {limit % 60} s and was stopped. "
             "A page that never settles (endless scripts, huge layouts) is the usual cause; check the log.")
-
-
-def evaluator_fault_reason(returncode: int, last_line: str) -> str:
-    detail = f" Last message: {last_line[:300]}" if last_line else ""
-    return (f"The evaluator stopped with exit status {returncode}. This is a fault on our side and is not "
-            f"charged to your quota; maintainers can see the log.{detail}")
 
 
 # --------------------------------------------------------------------------- helpers

@@ -42,6 +42,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from leaderboard import quotas
+from leaderboard.heldout import CHARGED_KINDS  # the submitter's doing; every other failure is refunded
 from leaderboard.jobs import SCORE_FIELDS, Job, Outcome, holding, job_tasks, save_task_result
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import stored_task_finals
@@ -50,7 +51,6 @@ log = logging.getLogger(__name__)
 
 Status = Evaluation.Status
 Kind = Evaluation.FailureKind
-CHARGED_KINDS = {Kind.BUNDLE, Kind.TIME_LIMIT}  # the submitter's doing; everything else is refunded
 FAIR_CANDIDATES = 200
 
 

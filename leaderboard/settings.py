@@ -18,7 +18,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from leaderboard import env
+from leaderboard import env, websettings
+from leaderboard.websettings import *  # noqa: F403 - accounts, TLS proxy, headers, file serving, logs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -63,18 +64,29 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    *websettings.ACCOUNT_APPS,
     "leaderboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "leaderboard.security.HeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    # After authentication, before any view reads a body: refuses anonymous, unverified and
+    # oversize uploads unread (leaderboard/uploads.py).
+    "leaderboard.uploads.UploadGateMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+FILE_UPLOAD_HANDLERS = [
+    "leaderboard.uploads.BundleLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 
 ROOT_URLCONF = "leaderboard.urls"
@@ -115,7 +127,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "login"
+LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
@@ -174,7 +186,10 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "anon": env.get_str("IWR_API_ANON_RATE", "120/minute"),
         "user": env.get_str("IWR_API_USER_RATE", "600/minute"),
+        **websettings.WEB_THROTTLE_RATES,
     },
+    # Behind the proxy, throttles key on the client address it appended to X-Forwarded-For.
+    "NUM_PROXIES": websettings.TRUSTED_PROXIES,
 }
 
 EMAIL_BACKEND = env.get_choice(
@@ -193,15 +208,14 @@ EMAIL_HOST_PASSWORD = env.get_str("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env.get_bool("DJANGO_EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env.get_str("DJANGO_DEFAULT_FROM_EMAIL", "IWR-Bench leaderboard <noreply@localhost>")
 
-SESSION_COOKIE_SECURE = env.get_bool("DJANGO_SECURE_COOKIES", False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"plain": {"format": websettings.LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {
         "handlers": ["console"],
         "level": env.get_choice("IWR_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
@@ -323,3 +337,10 @@ EVALUATOR_IMAGE = env.get_str("IWR_EVALUATOR_IMAGE", "iwr/evaluator:latest")
 EVALUATOR_MEMORY = env.get_pattern("IWR_EVALUATOR_MEMORY", "2g", r"[1-9][0-9]*[kmg]?", "a size such as 2g or 1536m")
 EVALUATOR_CPUS = env.get_int("IWR_EVALUATOR_CPUS", 2, minimum=1)
 EVALUATOR_PIDS = env.get_int("IWR_EVALUATOR_PIDS", 512, minimum=64)
+
+# ---------------------------------------------------------------------------------------
+# Start-up checks of the web tier (leaderboard/websettings.py).
+# ---------------------------------------------------------------------------------------
+if IWR_ENV == "production":
+    websettings.refuse_example_secrets(SECRET_KEY, DATABASES)
+websettings.init_sentry(SENTRY_DSN, IWR_ENV)  # noqa: F405 - off unless IWR_SENTRY_DSN is set

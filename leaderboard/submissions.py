@@ -181,13 +181,15 @@ def accept(form: SubmissionForm, user) -> Accepted:
     protocol = get_protocol(form.cleaned_data["protocol"])
     stored = None
     try:
+        # Hashed and stored before the transaction: SQLite's write lock is held only for the rows.
+        digest = sha256_of(upload)
+        upload.seek(0)
+        stored = default_storage.save(f"bundles/{timezone.now():%Y/%m}/{uuid.uuid4().hex}.zip", upload)
         with transaction.atomic():
             quotas.charge(user, form.cleaned_data["split"])
             submission = form.save(commit=False)
             submission.owner, submission.kind, submission.protocol = user, Submission.Kind.BUNDLE, protocol.name
-            submission.bundle_size, submission.bundle_sha256 = upload.size, sha256_of(upload)
-            upload.seek(0)
-            stored = default_storage.save(f"bundles/{timezone.now():%Y/%m}/{uuid.uuid4().hex}.zip", upload)
+            submission.bundle_size, submission.bundle_sha256 = upload.size, digest
             submission.bundle = stored  # a name: the file is in storage already (the form's upload is not saved again)
             submission.save()
             evaluation = queue_evaluation(submission, protocol)
@@ -354,12 +356,17 @@ def evaluation_payload(evaluation: Evaluation, viewer) -> dict:
 
 
 def task_rows(evaluation: Evaluation | None, viewer, *, with_steps: bool = False) -> list[dict]:
-    """Per-task results for display or download; steps (ground truth) only for dev or staff."""
+    """Per-task results for display or download; steps (ground truth) only for dev or staff. Held-out
+    tasks have no row for non-staff (:func:`leaderboard.heldout.shows_task_results`)."""
+    from leaderboard.heldout import shows_task_results
+
     if evaluation is None:
         return []
     staff = viewer.is_authenticated and viewer.is_staff
     rows = []
     for result in evaluation.task_results.select_related("task"):
+        if not shows_task_results(viewer, result.task.split):
+            continue
         hidden = result.task.split == Split.TEST and not staff
         row = {"task": result.task.key, "steps_passed": result.steps_passed, "steps_total": result.steps_total,
                "error": scrub(result.error, secrets_of(result.task)) if hidden else result.error,

@@ -1,9 +1,11 @@
 """URL map of the leaderboard site."""
 
+from allauth.account import views as allauth_views
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from leaderboard.accounts import verified_email_required
+from leaderboard.throttles import throttled
 from leaderboard.views import accounts, api_docs, previews, rankings, replays, site
 from leaderboard.views import generation as generation_views
 from leaderboard.views import submissions as submission_views
@@ -13,12 +15,14 @@ urlpatterns = [
     # Leaderboard (home), per-category breakdowns, exports and chart data.
     path("", rankings.home, name="home"),
     path("leaderboard/categories/", rankings.categories, name="leaderboard-categories"),
-    path("leaderboard/export/", rankings.export, name="leaderboard-export"),
-    path("leaderboard/charts/scores.json", rankings.chart_scores, name="leaderboard-chart-scores"),
-    path("leaderboard/charts/categories.json", rankings.chart_categories, name="leaderboard-chart-categories"),
+    path("leaderboard/export/", throttled("exports")(rankings.export), name="leaderboard-export"),
+    path("leaderboard/charts/scores.json", throttled("charts")(rankings.chart_scores), name="leaderboard-chart-scores"),
+    path("leaderboard/charts/categories.json", throttled("charts")(rankings.chart_categories),
+         name="leaderboard-chart-categories"),
     # An evaluation's results, per-task replays (access-checked files) and comparisons.
     path("results/<int:evaluation_id>/", replays.evaluation_results, name="evaluation-results"),
-    path("results/<int:evaluation_id>/categories.json", replays.evaluation_categories, name="evaluation-categories"),
+    path("results/<int:evaluation_id>/categories.json", throttled("charts")(replays.evaluation_categories),
+         name="evaluation-categories"),
     path("results/<int:evaluation_id>/tasks/<str:key>/", replays.replay, name="replay"),
     path("results/<int:evaluation_id>/tasks/<str:key>/files/<str:name>", replays.replay_file, name="replay-file"),
     # Live preview of a submitted page: signed links, sandboxed by CSP wherever they are opened.
@@ -32,9 +36,11 @@ urlpatterns = [
     path("api/schema/", api_docs.schema_view, name="api-schema"),
     path("about/", site.about, name="about"),
     path("healthz", site.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/signup/", accounts.signup, name="signup"),
+    # Accounts (django-allauth): the old names of login, logout and sign-up point at its views.
+    path("accounts/login/", allauth_views.login, name="login"),
+    path("accounts/logout/", allauth_views.logout, name="logout"),
+    path("accounts/signup/", allauth_views.signup, name="signup"),
+    path("accounts/", include("allauth.urls")),
     path("account/", accounts.account, name="account"),
     path("account/token/", accounts.regenerate_token, name="regenerate-token"),
     # Task pages (public inputs; dev-split ground truth) and their downloads.
@@ -44,14 +50,14 @@ urlpatterns = [
     path("tasks/<slug:set_slug>/<str:key>/inputs.zip", task_views.task_inputs_zip, name="task-zip"),
     path("tasks/<slug:set_slug>/<str:key>/files/<path:path>", task_views.task_file, name="task-file"),
     # Submitting and following submissions.
-    path("submit/", submission_views.submit, name="submit"),
+    path("submit/", verified_email_required(submission_views.submit), name="submit"),
     path("submissions/", submission_views.submission_list, name="submission-list"),
     path("submissions/<int:pk>/", submission_views.submission_detail, name="submission-detail"),
     path("submissions/<int:pk>/progress.json", submission_views.submission_progress, name="submission-progress"),
     path("submissions/<int:pk>/cancel/", submission_views.submission_cancel, name="submission-cancel"),
     path("submissions/<int:pk>/results.json", submission_views.submission_results, name="submission-results"),
     # Model-endpoint submissions: the platform generates the pages, then scores them.
-    path("submit/endpoint/", generation_views.submit_endpoint, name="submit-endpoint"),
+    path("submit/endpoint/", verified_email_required(generation_views.submit_endpoint), name="submit-endpoint"),
     path("submissions/<int:pk>/generation/", generation_views.generation_status, name="generation-status"),
     path("submissions/<int:pk>/generation/bundle.zip", generation_views.generated_bundle,
          name="generation-bundle"),

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from evaluator.bundle.central_directory import central_directory_problem
 from evaluator.bundle.model import BundleError, Entry, Limits, mb, show
 
 # Enough bytes to recognise every archive signature below (tar's sits at offset 257).
@@ -45,6 +46,9 @@ def _open_zip(source: Path, limits: Limits):
     if count is not None and count > limits.max_files:
         # Refused before zipfile builds one object per entry of a hostile archive.
         raise BundleError([f"bundle has {count} entries (files and folders); the limit is {limits.max_files}"])
+    problem = central_directory_problem(source, limits.max_files)  # declared one entry, holds 60,000?
+    if problem:
+        raise BundleError([problem])
     try:
         zf = zipfile.ZipFile(source)
     except UnicodeDecodeError:

@@ -25,6 +25,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from leaderboard import generation, quotas, submissions
+from leaderboard.accounts import HasVerifiedEmail
 from leaderboard.api.submissions import form_problems
 from leaderboard.models import GenerationJob
 
@@ -32,7 +33,7 @@ from leaderboard.models import GenerationJob
 class EndpointSubmissionViewSet(viewsets.ViewSet):
     """Submit an OpenAI-compatible endpoint; the platform generates the pages, then scores them."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, HasVerifiedEmail]
     parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     def list(self, request):

@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.schemas.openapi import AutoSchema
 
 from leaderboard import quotas, submissions
+from leaderboard.accounts import HasVerifiedEmail
 from leaderboard.models import Submission
 
 
@@ -149,7 +150,7 @@ def form_problems(form) -> dict:
 class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Your submissions: submit a bundle, follow its scoring, cancel it, download its results."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, HasVerifiedEmail]
     parser_classes = [MultiPartParser, FormParser]
     serializer_class = SubmissionSerializer
     schema = SubmissionSchema()

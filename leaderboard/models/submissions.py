@@ -88,6 +88,7 @@ class Evaluation(models.Model):
         TIME_LIMIT = "time_limit", "time limit exceeded"
         EVALUATOR = "evaluator", "evaluator fault"
         INFRASTRUCTURE = "infrastructure", "infrastructure failure"
+        PAGE = "page", "the pages made the evaluator fail"
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="evaluations")
     protocol = models.CharField(

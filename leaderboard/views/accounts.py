@@ -1,40 +1,26 @@
-"""Sign-up and the account page with the user's API token."""
+"""The account page: the user's e-mail address state and API token (sign-up, login, password reset
+and e-mail management are django-allauth's pages under /accounts/)."""
 
+from allauth.account.models import EmailAddress
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
-
-class SignUpForm(UserCreationForm):
-    class Meta(UserCreationForm.Meta):
-        fields = ("username", "email")
-
-
-@require_http_methods(["GET", "POST"])
-def signup(request):
-    if request.user.is_authenticated:
-        return redirect("account")
-    form = SignUpForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, "Welcome! Your account is ready.")
-        return redirect("account")
-    return render(request, "registration/signup.html", {"form": form})
+from leaderboard.accounts import has_verified_email, verified_email_required
 
 
 @login_required
 @require_http_methods(["GET"])
 def account(request):
     token = Token.objects.filter(user=request.user).first()
-    return render(request, "leaderboard/account.html", {"token": token})
+    address = EmailAddress.objects.filter(user=request.user).order_by("-primary", "-verified").first()
+    return render(request, "leaderboard/account.html", {
+        "token": token, "address": address, "verified": has_verified_email(request.user)})
 
 
-@login_required
+@verified_email_required
 @require_POST
 def regenerate_token(request):
     Token.objects.filter(user=request.user).delete()

@@ -18,28 +18,28 @@ Artifacts (``ARTIFACTS_ROOT/<evaluation>/tasks/<key>/``) are served only through
 
 from __future__ import annotations
 
-import mimetypes
 import os
 import re
 from pathlib import Path
 
 from django.conf import settings
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from leaderboard import charts, ranking, submissions
+from leaderboard.heldout import shows_task_results
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.tasks import Split, Task
 from leaderboard.secrecy import scrub, secrets_of
+from leaderboard.serving import serve_file
 from leaderboard.views import previews
 
 # Replay files are the evaluator's output and task inputs: never let one run on this origin.
 FILE_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox"
 SHOT_NAME = re.compile(r"^step_(\d{1,4})\.png$")
 REFERENCE_NAME = re.compile(r"^reference_(\d{1,4})\.png$")
-RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 REPLAY_VIDEO = "replay.mp4"
 REFERENCE_VIDEO = "reference.mp4"
 SCORES = ("final", "ifs", "vfs", "low_level", "high_level")
@@ -59,13 +59,17 @@ def visible_evaluation(request, evaluation_id: int) -> Evaluation:
 
 def visible_result(request, evaluation_id: int, key: str) -> tuple[Evaluation, TaskResult]:
     evaluation = visible_evaluation(request, evaluation_id)
-    return evaluation, task_result(evaluation, key)
+    return evaluation, task_result(evaluation, key, request.user)
 
 
-def task_result(evaluation: Evaluation, key: str) -> TaskResult:
-    """The result of task ``key`` in an evaluation the reader may see, else 404."""
-    return get_object_or_404(TaskResult.objects.select_related("task", "task__task_set"),
-                             evaluation=evaluation, task__key=key)
+def task_result(evaluation: Evaluation, key: str, user) -> TaskResult:
+    """The result of task ``key`` in an evaluation the reader may see, else 404 (also when it is a
+    held-out task whose per-task results the reader may not see)."""
+    result = get_object_or_404(TaskResult.objects.select_related("task", "task__task_set"),
+                               evaluation=evaluation, task__key=key)
+    if not shows_task_results(user, result.task.split):
+        raise Http404("Per-task results of the held-out split are shown to maintainers only.")
+    return result
 
 
 def reveals(user, task: Task) -> bool:
@@ -101,6 +105,8 @@ def task_rows(evaluation: Evaluation, user) -> list[dict]:
     rows = []
     for result in evaluation.task_results.select_related("task").order_by("task__key"):
         task = result.task
+        if not shows_task_results(user, task.split):
+            continue  # held-out per-task results: staff only
         rows.append({
             "key": task.key, "split": task.split, "interaction": task.interaction_complexity,
             "visual": task.visual_complexity, "domain": task.domain,
@@ -272,44 +278,9 @@ def replay_file(request, evaluation_id: int, key: str, name: str):
                      submissions.shows_pages(request.user, evaluation.submission))
     if path is None:
         raise Http404("No such file.")
-    response = ranged_file_response(request, path)
-    response["Content-Security-Policy"] = FILE_CSP
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Cache-Control"] = "public, max-age=3600" if evaluation.submission.public else "private, max-age=600"
-    return response
-
-
-def ranged_file_response(request, path: Path):
-    """The file, or the byte range the browser asked for (videos can only seek with ranges)."""
-    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    size = path.stat().st_size
-    match = RANGE.match(request.headers.get("Range", "").strip())
-    if not match or not (match[1] or match[2]):
-        response = FileResponse(open(path, "rb"), content_type=content_type)
-        response["Accept-Ranges"] = "bytes"
-        return response
-    start, end = _byte_range(match[1], match[2], size)
-    if start is None:
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-        return response
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        body = handle.read(end - start + 1)
-    response = HttpResponse(body, status=206, content_type=content_type)
-    response["Content-Range"] = f"bytes {start}-{end}/{size}"
-    response["Accept-Ranges"] = "bytes"
-    return response
-
-
-def _byte_range(first: str, last: str, size: int) -> tuple[int | None, int | None]:
-    if first:
-        start, end = int(first), min(int(last), size - 1) if last else size - 1
-    else:  # "bytes=-N": the last N bytes
-        start, end = max(0, size - int(last)), size - 1
-    if start >= size or start > end:
-        return None, None
-    return start, min(end, start + 8 * 1024 * 1024 - 1)  # at most 8 MiB per answer
+    cache = "public, max-age=3600" if evaluation.submission.public else "private, max-age=600"
+    return serve_file(request, path, headers={"Content-Security-Policy": FILE_CSP,
+                                              "X-Content-Type-Options": "nosniff", "Cache-Control": cache})
 
 
 # --------------------------------------------------------------------------- pages
@@ -534,7 +505,7 @@ def compare_replay(request, a: int, b: int, key: str):
         first, second = _pair(request, a, b)
     except NotComparable as exc:
         return render(request, "leaderboard/replays/compare_form.html", {"message": str(exc)}, status=400)
-    result_a, result_b = task_result(first, key), task_result(second, key)
+    result_a, result_b = task_result(first, key, request.user), task_result(second, key, request.user)
     reveal = reveals(request.user, result_a.task)
     return render(request, "leaderboard/replays/compare_replay.html", {
         "a": first, "b": second, "task": result_a.task, "reveal": reveal,

@@ -7,21 +7,17 @@ Which files may be fetched is decided by :func:`leaderboard.tasksets.public_file
 
 from __future__ import annotations
 
-import mimetypes
-import re
-
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from leaderboard import tasksets
 from leaderboard.models import Task, TaskSet
 from leaderboard.models.tasks import Split
+from leaderboard.serving import serve_file
 
 PAGE_SIZE = 100
-# Open-ended range requests ("bytes=N-") are answered this many bytes at a time.
-RANGE_CHUNK = 4 * 1024 * 1024
 FILTER_LABELS = {"set": "Task set", "split": "Split", "interaction": "Interaction", "visual": "Visual",
                  "domain": "Domain"}
 # Task files may come from crawled sites (SVG with script, say): never let one run here.
@@ -88,53 +84,12 @@ def task_file(request, set_slug: str, key: str, path: str):
 
 
 def file_response(request, file_path, download_name: str | None = None, public: bool = True) -> HttpResponse:
-    """Serve a stored task file with headers that keep it inert on this origin.
-
-    Single byte ranges are answered (206) so videos can be seeked; ``public=False`` keeps
-    shared caches from storing the file (staff-only files).
-    """
-    content_type = mimetypes.guess_type(file_path.name)[0] or "application/octet-stream"
-    size = file_path.stat().st_size
-    wanted = None if download_name else _byte_range(request.headers.get("Range", ""), size)
-    if wanted == "unsatisfiable":
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-    elif wanted:
-        response = _partial_response(file_path, *wanted, size, content_type)
-    else:
-        response = FileResponse(
-            open(file_path, "rb"), content_type=content_type,
-            as_attachment=bool(download_name), filename=download_name or "",
-        )
-    response["Accept-Ranges"] = "bytes"
-    response["Content-Security-Policy"] = FILE_CSP
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Cache-Control"] = "public, max-age=3600" if public else "private, no-store"
-    return response
-
-
-def _byte_range(header: str, size: int):
-    """(start, end) of a single "bytes=" range, "unsatisfiable", or None to send the whole file."""
-    match = re.fullmatch(r"bytes=(\d*)-(\d*)", header.strip())
-    if not match or match.group(1) == match.group(2) == "":
-        return None
-    if match.group(1) == "":  # the last N bytes
-        start, end = max(size - int(match.group(2)), 0), size - 1
-    else:
-        start = int(match.group(1))
-        end = min(int(match.group(2)) if match.group(2) else start + RANGE_CHUNK - 1, size - 1)
-    if start >= size or end < start:
-        return "unsatisfiable"
-    return start, end
-
-
-def _partial_response(file_path, start: int, end: int, size: int, content_type: str) -> HttpResponse:
-    with open(file_path, "rb") as handle:
-        handle.seek(start)
-        data = handle.read(end - start + 1)
-    response = HttpResponse(data, status=206, content_type=content_type)
-    response["Content-Range"] = f"bytes {start}-{end}/{size}"
-    return response
+    """Serve a stored task file with headers that keep it inert on this origin (byte ranges and the
+    proxy's X-Accel-Redirect: :func:`leaderboard.serving.serve_file`); ``public=False`` keeps shared
+    caches from storing the file (staff-only files)."""
+    return serve_file(request, file_path, download_name=download_name, headers={
+        "Content-Security-Policy": FILE_CSP, "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "public, max-age=3600" if public else "private, no-store"})
 
 
 @require_GET

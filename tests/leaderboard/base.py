@@ -17,12 +17,18 @@ PASSWORD = "correct horse battery staple"
 _counter = itertools.count(1)
 
 
-def make_user(username: str | None = None, *, staff: bool = False, **extra):
+def make_user(username: str | None = None, *, staff: bool = False, verified: bool = True, **extra):
+    """A user with the address ``<username>@example.org``, verified unless ``verified=False`` (only
+    users with a verified address may submit or create an API token)."""
+    from allauth.account.models import EmailAddress
+
     username = username or f"user{next(_counter)}"
     user_model = get_user_model()
-    return user_model.objects.create_user(
+    user = user_model.objects.create_user(
         username=username, email=f"{username}@example.org", password=PASSWORD, is_staff=staff, **extra
     )
+    EmailAddress.objects.create(user=user, email=user.email, primary=True, verified=verified)
+    return user
 
 
 @pytest.fixture
