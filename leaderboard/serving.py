@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from django.conf import settings
-from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse
 
 RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-CHUNK = 256 * 1024
+RANGE_LIMIT = 8 * 1024 * 1024  # bytes of one partial answer, read into memory
 
 
 def roots() -> dict[str, Path]:
@@ -69,9 +69,11 @@ def _django_response(request, path: Path, content_type: str, download_name: str 
         response["Content-Range"] = f"bytes */{size}"
         return response
     start, end = wanted
-    response = StreamingHttpResponse(_read(path, start, end), status=206, content_type=content_type)
-    response["Content-Range"] = f"bytes {start}-{end}/{size}"
-    response["Content-Length"] = str(end - start + 1)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        body = handle.read(end - start + 1)
+    response = HttpResponse(body, status=206, content_type=content_type)
+    response["Content-Range"] = f"bytes {start}-{start + len(body) - 1}/{size}"
     return response
 
 
@@ -88,16 +90,5 @@ def byte_range(header: str, size: int):
         end = min(int(match[2]), size - 1) if match[2] else size - 1
     if start >= size or end < start:
         return "unsatisfiable"
-    return start, end
+    return start, min(end, start + RANGE_LIMIT - 1)  # the browser asks again for the rest
 
-
-def _read(path: Path, start: int, end: int):
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        left = end - start + 1
-        while left > 0:
-            block = handle.read(min(CHUNK, left))
-            if not block:
-                return
-            left -= len(block)
-            yield block

@@ -19,6 +19,11 @@ class ClientRateThrottle(SimpleRateThrottle):
         self.scope = scope
         super().__init__()
 
+    def get_rate(self):
+        from django.conf import settings
+
+        return settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"][self.scope]  # read now: settings may change
+
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 

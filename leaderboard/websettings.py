@@ -62,6 +62,11 @@ if _hf_id and _hf_secret:  # Hugging Face signs in with OpenID Connect
 # most this long; scoring workers never send mail themselves (leaderboard/notifications.py queues it).
 EMAIL_TIMEOUT = env.get_int("DJANGO_EMAIL_TIMEOUT", 10, minimum=1)
 
+# ---------------------------------------------------------------------------------------- held-out split
+# Per-task scores and pass/fail of held-out (test-split) tasks: staff only unless opened here
+# (leaderboard/heldout.py). Opening them lets a few submissions a day steer towards the hidden tasks.
+HELDOUT_TASK_RESULTS_PUBLIC = env.get_bool("IWR_HELDOUT_TASK_RESULTS", False)
+
 # ---------------------------------------------------------------------------------------- TLS proxy
 BEHIND_TLS_PROXY = env.get_bool("IWR_BEHIND_TLS_PROXY", False)
 # Proxies in front of the site that append to X-Forwarded-For (1 with docker/compose.yaml's): throttles

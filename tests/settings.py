@@ -13,6 +13,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 # The file cache keeps throttle counters for the whole session: a busy suite must not hit 429s.
 os.environ.setdefault("IWR_API_ANON_RATE", "100000/minute")
 os.environ.setdefault("IWR_API_USER_RATE", "100000/minute")
+# Throttles and allauth's rate limits are tested with their own low rates (test_web_tier.py, test_accounts.py).
+for _name in ("IWR_RATE_EXPORTS", "IWR_RATE_CHARTS"):
+    os.environ.setdefault(_name, "100000/minute")
+for _name in ("IWR_RATE_LOGIN", "IWR_RATE_SIGNUP", "IWR_RATE_PASSWORD_RESET"):
+    os.environ.setdefault(_name, "100000/m/ip")
 
 from leaderboard.settings import *  # noqa: E402,F403
 

@@ -302,6 +302,7 @@ def evaluation_context(request, evaluation: Evaluation) -> dict:
         ],
         "lb_categories_url": reverse("evaluation-categories", args=[evaluation.pk]),
         "lb_task_rows": task_rows(evaluation, request.user),
+        "lb_task_results_hidden": not shows_task_results(request.user, evaluation.submission.split),
         "lb_preview_page": previews.preview_page(request, evaluation.submission),
     }
 

@@ -5,7 +5,8 @@ Fake evaluator (``python -m tests.leaderboard.pipeline_support fake-evaluator sc
 --bundle B --out O ...``) honours the evaluator's output contract (progress.jsonl,
 tasks/<key>/result.json, results.json) with scores computed from the page bytes, and
 misbehaves on request through ``FAKE_EVALUATOR_MODE``: ``ok``, ``crash`` (exit 1 with a
-traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task), ``hang``
+traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task, as the
+kernel's out-of-memory killer would), ``stopped`` (SIGTERMs itself after one task), ``hang``
 (never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit).
 ``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
 action description so tests can check that test-split secrets are scrubbed from logs.
@@ -80,6 +81,8 @@ def _misbehave(mode: str) -> None:
         raise RuntimeError("simulated evaluator bug")
     if mode == "signal":
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "stopped":  # as a shutting-down machine stops it
+        os.kill(os.getpid(), signal.SIGTERM)
     if mode == "hang":
         time.sleep(3600)
     if mode == "timeout-message":

@@ -21,6 +21,14 @@ pytestmark = pytest.mark.django_db
 pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
 
 
+@pytest.fixture(autouse=True)
+def _heldout_task_results_opened(settings):
+    """These tests follow what readers see of test-split tasks when an operator opens their per-task
+    results (IWR_HELDOUT_TASK_RESULTS=1): still never ground truth. The default, per-task results of
+    the held-out split for staff only, is tested in test_heldout.py."""
+    settings.HELDOUT_TASK_RESULTS_PUBLIC = True
+
+
 @pytest.fixture
 def reader(request, client):
     """The client as an anonymous visitor or as a signed-in non-staff user."""

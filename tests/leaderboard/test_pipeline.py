@@ -166,32 +166,45 @@ def test_test_split_ground_truth_is_scrubbed_from_the_log(owner, imported_sample
 
 
 @pytest.mark.django_db
-def test_an_evaluator_crash_fails_as_its_fault_and_is_refunded(owner, imported_sample, fake_evaluator,
-                                                               monkeypatch, django_capture_on_commit_callbacks,
-                                                               mailoutbox):
-    """A crashing evaluator: failed, kind evaluator, reason with the last log line, quota refunded."""
+def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_charged(
+        owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks, mailoutbox):
+    """A non-zero exit while scoring the pages: failed, kind page, reason with the last log line, still charged
+    (refunding it would let a page probe the held-out tasks for free)."""
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "crash")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
-    assert (evaluation.status, evaluation.failure_kind) == ("failed", "evaluator")
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "page")
     assert "RuntimeError: simulated evaluator bug" in evaluation.failure_reason
+    assert "exit status 1" in evaluation.failure_reason
+    assert "count against your daily quota" in evaluation.failure_reason
     assert "Traceback" in evaluation.log
-    assert charged(evaluation) is False
-    assert len(mailoutbox) == 1 and "not charged" in mailoutbox[0].body
+    assert charged(evaluation) is True
+    assert len(mailoutbox) == 1 and "not charged" not in mailoutbox[0].body
 
 
 @pytest.mark.django_db
-def test_an_evaluator_killed_by_a_signal_is_retried_then_given_up(owner, imported_sample, fake_evaluator,
-                                                                  monkeypatch, settings,
-                                                                  django_capture_on_commit_callbacks):
-    """Killed by a signal = infrastructure: re-queued while attempts remain, then failed, never charged."""
+def test_an_evaluator_killed_like_the_out_of_memory_killer_is_charged_without_retry(
+        owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks):
+    """SIGKILL while the pages run (what the kernel sends a process out of memory): failed, kind page, charged."""
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "signal")
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert (evaluation.status, evaluation.failure_kind, evaluation.attempts) == ("failed", "page", 1)
+    assert "killed by signal 9" in evaluation.failure_reason
+    assert charged(evaluation) is True
+
+
+@pytest.mark.django_db
+def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
+        owner, imported_sample, fake_evaluator, monkeypatch, settings, django_capture_on_commit_callbacks):
+    """SIGTERM (a machine or container shutting down) = infrastructure: re-queued while attempts remain,
+    then failed, never charged."""
+    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "stopped")
     settings.EVALUATION_MAX_ATTEMPTS = 2
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.attempts, evaluation.claim_token) == ("queued", 1, "")
     assert fake_evaluator == [evaluation.pk]  # a new wake-up was sent
     evaluation = run(evaluation, django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "infrastructure")
-    assert "killed by signal 9" in evaluation.failure_reason and "2 attempts" in evaluation.failure_reason
+    assert "stopped by signal 15" in evaluation.failure_reason and "2 attempts" in evaluation.failure_reason
     assert charged(evaluation) is False
 
 

@@ -27,6 +27,14 @@ SIZES = [3, 24]  # entries on the board = tasks in the split = steps per task
 SUMMARY = {"by_category": {"domain": {"games": {"ifs": 0.5, "vfs": 0.5, "final": 0.5, "n": 1}}}}
 
 
+@pytest.fixture(autouse=True)
+def _heldout_task_results_opened(settings):
+    """The world's entries are on the test split: their per-task tables, whose cost is measured here, are
+    shown when an operator opens held-out per-task results (IWR_HELDOUT_TASK_RESULTS=1; test_heldout.py
+    covers the default)."""
+    settings.HELDOUT_TASK_RESULTS_PUBLIC = True
+
+
 def world(n: int, owner) -> dict:
     """``n`` ranked entries on ``n`` test tasks, and ``owner``'s scored submission with a bundle whose
     every task ran ``n`` steps (the last one failing with a reason)."""

@@ -18,6 +18,14 @@ pytestmark = pytest.mark.django_db
 pytest_plugins = ["tests.leaderboard.datasets"]  # imported_sample, tiny_video
 
 
+@pytest.fixture(autouse=True)
+def _heldout_task_results_opened(settings):
+    """These tests follow what readers see of test-split tasks when an operator opens their per-task
+    results (IWR_HELDOUT_TASK_RESULTS=1): still never ground truth. The default, per-task results of
+    the held-out split for staff only, is tested in test_heldout.py."""
+    settings.HELDOUT_TASK_RESULTS_PUBLIC = True
+
+
 def secret_marker(split: str, task_id, what: str, n: int = 0) -> str:
     """The marker tests.leaderboard.datasets writes into each secret field of its tasks."""
     return f"SECRET-{split.upper()}-{task_id}-{what}-{n}"
