@@ -1,0 +1,135 @@
+"""The floor: what any judge must do to replay a task, and nothing more.
+
+In the evaluator's own browser (Debian's Chromium headless shell, the same launch flags and
+offline routing) and with the same number of worker processes, per task: a fresh context, the
+page loaded offline from the bundle and the task's assets, a viewport screenshot; per action:
+perform it through the authoring script's known selector (no element search), wait one animation
+frame, take a viewport screenshot. No settle, no page-state reads, no assertion judge, no visual
+metrics, no OCR. ``bench/evaluator/run.py`` measures the evaluator against it.
+
+    python bench/evaluator/floor.py --data var/benchmark/dev/data.jsonl --bundle BUNDLE_DIR --out OUT_DIR [--workers N]
+
+Writes OUT/results.json: per task the actions carried out and the seconds taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # run as a script from anywhere
+
+SCRIPTS = REPO / "evaluator" / "sample" / "tasks"
+FRAME_JS = "() => new Promise(done => requestAnimationFrame(() => done()))"
+
+
+def selectors(scripts: Path) -> dict[str, list[str | None]]:
+    """Task id -> the known selector of each action (None where the action needs none)."""
+    found = {}
+    for path in sorted(scripts.glob("*.json")):
+        script = json.loads(path.read_text())
+        found[str(script["id"])] = [action.get("selector") for action in script["action_sequence"]]
+    return found
+
+
+def worker(jobs, results) -> None:
+    """One worker process: one browser, tasks taken from the queue until it is empty."""
+    from evaluator.browser import launch
+
+    with launch(sandbox=True) as browser:
+        for job in iter(jobs.get, None):
+            results.put(replay(browser, job))
+
+
+def replay(browser, job: dict) -> dict:
+    """Replay one task's actions by selector; returns the actions carried out and the seconds."""
+    from evaluator.agents.actions import SCROLL_JS
+    from evaluator.page_session import SiteMap, page_session
+
+    shots = Path(job["shots"])
+    shots.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    site = SiteMap.for_page(Path(job["page"]), Path(job["assets"]) if job["assets"] else None)
+    done = 0
+    with page_session(browser, site, job["width"], job["height"], clock=None) as session:
+        page = session.page
+        page.screenshot(path=str(shots / "step_0.png"))
+        for k, (action, selector) in enumerate(zip(job["actions"], job["selectors"], strict=True), 1):
+            _perform(page, action, selector, SCROLL_JS)
+            page.evaluate(FRAME_JS)
+            page.screenshot(path=str(shots / f"step_{k}.png"))
+            done += 1
+    return {"key": job["key"], "actions_run": done, "elapsed_s": round(time.monotonic() - started, 3)}
+
+
+def _perform(page, action: dict, selector: str | None, scroll_js: str) -> None:
+    kind = action["type"]
+    if kind == "Click":
+        page.click(selector, timeout=10000)
+    elif kind == "Type":
+        page.fill(selector, "", timeout=10000)
+        page.type(selector, action["text"] or "", timeout=10000)
+    elif kind == "Press":
+        if selector:
+            page.focus(selector, timeout=10000)
+        page.keyboard.press(action["key"])
+    elif kind == "Scroll":
+        page.evaluate(scroll_js % {"min": 5})
+
+
+def _jobs(data: Path, bundle: Path, out: Path) -> list[dict]:
+    from evaluator.dataset import load_dataset
+
+    dataset, known = load_dataset(data), selectors(SCRIPTS)
+    jobs = []
+    for task in dataset.tasks:
+        page = bundle / task.key / "index.html"
+        if task.key not in known or not page.is_file():
+            raise SystemExit(f"error: task {task.key}: no authoring script in {SCRIPTS} or no page in {bundle}")
+        jobs.append({"key": task.key, "page": str(page), "assets": str(task.assets_dir) if task.assets_dir else None,
+                     "width": task.width, "height": task.height, "selectors": known[task.key],
+                     "actions": [{"type": a.type, "text": a.text, "key": a.key} for a in task.actions],
+                     "shots": str(out / "tasks" / task.key)})
+    return sorted(jobs, key=lambda job: -len(job["actions"]))  # longest first, as the evaluator orders them
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="the task set's data.jsonl")
+    parser.add_argument("--bundle", required=True, type=Path, help="bundle folder (<id>/index.html)")
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="worker processes (default: one per core)")
+    args = parser.parse_args(argv)
+    jobs = _jobs(args.data, args.bundle, args.out)
+    context = multiprocessing.get_context("spawn")
+    jobs_queue, results_queue = context.Queue(), context.Queue()
+    n_workers = max(1, min(args.workers, len(jobs)))
+    for job in [*jobs, *[None] * n_workers]:
+        jobs_queue.put(job)
+    workers = [context.Process(target=worker, args=(jobs_queue, results_queue)) for _ in range(n_workers)]
+    for process in workers:
+        process.start()
+    results = {}
+    for _ in jobs:
+        result = results_queue.get(timeout=600)
+        results[result["key"]] = result
+    for process in workers:
+        process.join(timeout=60)
+    if any(process.exitcode != 0 for process in workers):
+        raise SystemExit("error: a floor worker failed: " + ", ".join(str(p.exitcode) for p in workers))
+    args.out.mkdir(parents=True, exist_ok=True)
+    document = {"harness": "floor", "tasks": results}
+    (args.out / "results.json").write_text(json.dumps(document, indent=1))
+    print(json.dumps({"tasks": len(results), "actions": sum(r["actions_run"] for r in results.values())}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
