@@ -83,6 +83,9 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the container health check asks over 
 SECURE_HSTS_SECONDS = env.get_int("IWR_HSTS_SECONDS", 31536000 if BEHIND_TLS_PROXY else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.get_bool("IWR_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env.get_bool("IWR_HSTS_PRELOAD", False)
+# Joining the browsers' HSTS preload list is an operator's one-way decision (IWR_HSTS_PRELOAD=1), not a default:
+# `check --deploy` stays quiet about it until then.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if BEHIND_TLS_PROXY else "http"

@@ -29,7 +29,7 @@ def addresses_for_existing_users(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("leaderboard", "0004_evaluation_level_intervals"),
+        ("leaderboard", "0005_board_generation"),
         ("account", "0009_emailaddress_unique_primary_email"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
