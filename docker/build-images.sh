@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build every image the deployment uses, offline from any registry:
-#   docker/build-images.sh [evaluator|web|all]     (default all)
+#   docker/build-images.sh [evaluator|web|proxy|all]     (default all)
 # Needs a reachable Docker engine (DOCKER_HOST) and root for debootstrap.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +13,7 @@ build() { docker build -q --network host -f "docker/Dockerfile.$1" -t "iwr/$1:la
 case "$what" in
   evaluator) build evaluator ;;
   web) build web ;;
-  all) build evaluator; build web ;;
-  *) echo "usage: $0 [evaluator|web|all]" >&2; exit 2 ;;
+  proxy) build proxy ;;
+  all) build evaluator; build web; build proxy ;;
+  *) echo "usage: $0 [evaluator|web|proxy|all]" >&2; exit 2 ;;
 esac

@@ -3,7 +3,8 @@
 set -eu
 case "${1:-web}" in
   web)
-    python manage.py check --deploy  # warnings are printed, never fatal
+    # The production configuration must pass every deployment check: a warning stops the start.
+    python manage.py check --deploy --fail-level WARNING
     python manage.py migrate --noinput
     exec gunicorn leaderboard.wsgi --bind "0.0.0.0:${PORT:-8000}" --workers "${WEB_WORKERS:-3}" \
       --threads 4 --access-logfile - ;;

@@ -52,7 +52,8 @@ def serve_file(request, path: Path, *, download_name: str | None = None, headers
         response = _django_response(request, Path(path), content_type, download_name)
     if download_name:
         response["Content-Disposition"] = f'attachment; filename="{download_name}"'
-    response["Accept-Ranges"] = "bytes"
+    if not internal:
+        response["Accept-Ranges"] = "bytes"  # the proxy says so itself
     for name, value in (headers or {}).items():
         response[name] = value
     return response

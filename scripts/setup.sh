@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(chromium chromium-headless-shell ffmpeg tesseract-ocr bubblewrap fonts-liberation fonts-dejavu-core fonts-dejavu-extra util-linux libatomic1 nodejs npm docker.io debootstrap)
+APT_PACKAGES=(chromium chromium-headless-shell ffmpeg tesseract-ocr bubblewrap fonts-liberation fonts-dejavu-core fonts-dejavu-extra util-linux libatomic1 nodejs npm docker.io debootstrap nginx docker-compose)
 SANDBOX_USER="iwr-sandbox"
 PY="${PYTHON:-python3}"
 
