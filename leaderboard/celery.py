@@ -11,7 +11,7 @@ app = Celery("leaderboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["leaderboard"])
 # Page generation from model endpoints has its own module of tasks (queue "generate").
-app.conf.include = ["leaderboard.generation_tasks"]
+app.conf.include = ["leaderboard.generation_tasks", "leaderboard.mail"]
 
 
 @app.on_after_configure.connect

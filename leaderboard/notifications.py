@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.mail import send_mail
 
+from leaderboard.mail import send_later
 from leaderboard.models import Evaluation
 
 log = logging.getLogger(__name__)
@@ -31,11 +31,10 @@ def evaluation_finished(evaluation_id: int) -> bool:
         return False
     subject, body = compose(evaluation)
     try:
-        send_mail(subject, body, None, [owner.email])
+        return send_later(subject, body, [owner.email])  # SMTP: queued, never waited for here
     except Exception:  # noqa: BLE001 - SMTP trouble is logged; the scores are stored either way
         log.exception("could not email %s about evaluation %s", owner.email, evaluation_id)
         return False
-    return True
 
 
 def compose(evaluation: Evaluation) -> tuple[str, str]:

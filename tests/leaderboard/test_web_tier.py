@@ -1,0 +1,193 @@
+"""The web tier: headers on every page type, the preview host kept to previews, throttles keyed on the
+real client address, production settings behind the TLS proxy, mail that never waits for SMTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from leaderboard import mail
+from tests.leaderboard.base import logged_in
+from tests.leaderboard.factories import make_entry
+
+pytest_plugins = ["tests.leaderboard.datasets"]
+ROOT = Path(__file__).resolve().parents[2]
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>", re.IGNORECASE)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    cache.clear()
+
+
+ANONYMOUS_PAGES = ["/accounts/login/", "/accounts/signup/", "/accounts/password/reset/", "/admin/login/"]
+
+
+def page_urls(evaluation) -> list[str]:
+    return ["/", "/leaderboard/categories/", "/leaderboard/export/?format=csv", "/leaderboard/charts/scores.json",
+            "/tasks/", "/tasks/sample/101/", "/about/", "/api/docs/", "/api/v1/leaderboard/", "/no-such-page/",
+            f"/results/{evaluation.pk}/", f"/submissions/{evaluation.submission_id}/", "/submit/", "/account/",
+            "/accounts/email/", "/accounts/password/change/", "/submissions/", "/compare/"]
+
+
+@pytest.mark.django_db
+def test_every_page_type_carries_the_security_headers_and_no_inline_script(client, owner, imported_sample):
+    evaluation = make_entry(owner, model_name="Headers-VL", final=0.5, split="dev", public=True)
+    visitor = Client()
+    logged_in(client, owner)
+    for url in [*page_urls(evaluation), *ANONYMOUS_PAGES]:
+        response = (visitor if url in ANONYMOUS_PAGES else client).get(url)
+        assert response.status_code in (200, 404), (url, response.status_code)
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "object-src 'none'" in policy
+        assert response["Referrer-Policy"] == "same-origin", url
+        assert response["X-Frame-Options"] == "DENY" and response["X-Content-Type-Options"] == "nosniff", url
+        if response["Content-Type"].startswith("text/html"):
+            assert not INLINE_SCRIPT.search(response.content.decode()), url
+
+
+@pytest.mark.django_db
+def test_files_keep_their_own_sandboxing_policy(client, imported_sample):
+    response = client.get("/tasks/sample/201/files/video.mp4")
+    assert "sandbox" in response["Content-Security-Policy"] and "script-src" not in response["Content-Security-Policy"]
+
+
+@pytest.mark.django_db
+def test_the_preview_host_serves_previews_only(settings):
+    settings.PREVIEW_ORIGIN = "https://preview.example.org"
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "preview.example.org"]
+    preview_host = Client(HTTP_HOST="preview.example.org")
+    for url in ("/", "/accounts/login/", "/admin/", "/api/v1/leaderboard/"):
+        response = preview_host.get(url)
+        assert response.status_code == 404 and b"Only preview links" in response.content, url
+    assert b"Only preview links" not in preview_host.get("/preview/not-a-token/").content
+    assert Client().get("/about/").status_code == 200  # the site's own host is unaffected
+    policy = Client().get("/about/")["Content-Security-Policy"]
+    assert "frame-src 'self' https://preview.example.org" in policy
+
+
+def set_rates(settings, **rates):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], **rates}}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("url", "scope"), [("/leaderboard/export/?format=csv", "exports"),
+                                            ("/leaderboard/charts/scores.json", "charts")])
+def test_exports_and_charts_are_throttled_per_client_address(client, settings, url, scope):
+    set_rates(settings, **{scope: "2/minute"})
+    codes = [client.get(url, REMOTE_ADDR="198.51.100.7").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    throttled = client.get(url, REMOTE_ADDR="198.51.100.7")
+    assert int(throttled["Retry-After"]) > 0
+    assert client.get(url, REMOTE_ADDR="198.51.100.8").status_code == 200  # another client
+
+
+@pytest.mark.django_db
+def test_behind_the_proxy_throttles_key_on_the_forwarded_client_address(client, settings):
+    """With one trusted proxy, the address it appended counts; the proxy's own address does not."""
+    set_rates(settings, exports="1/minute")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    url = "/leaderboard/export/?format=csv"
+
+    def get(client_address: str, spoofed: str = ""):
+        forwarded = f"{spoofed}, {client_address}" if spoofed else client_address
+        return client.get(url, REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded).status_code
+
+    assert get("203.0.113.1") == 200 and get("203.0.113.2") == 200  # two clients behind one proxy
+    assert get("203.0.113.1", spoofed="192.0.2.99") == 429  # a forged first hop changes nothing
+
+
+@pytest.mark.django_db
+def test_api_reads_are_throttled_too(client, monkeypatch):
+    from rest_framework.throttling import AnonRateThrottle
+
+    monkeypatch.setattr(AnonRateThrottle, "THROTTLE_RATES", {**AnonRateThrottle.THROTTLE_RATES, "anon": "2/minute"})
+    codes = [client.get("/api/v1/leaderboard/").status_code for _ in range(3)]
+    assert codes[-1] == 429
+
+
+def production_environment(tmp_path, **extra) -> dict:
+    environ = {key: value for key, value in os.environ.items()
+               if not key.startswith(("IWR_", "DJANGO_", "DATABASE_URL", "CELERY_"))}
+    environ.update({"IWR_ENV": "production", "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+                    "DJANGO_SECRET_KEY": secrets.token_urlsafe(50), "IWR_BEHIND_TLS_PROXY": "1",
+                    "DJANGO_ALLOWED_HOSTS": "leaderboard.example.org,preview.example.org",
+                    "IWR_SITE_URL": "https://leaderboard.example.org",
+                    "IWR_PREVIEW_ORIGIN": "https://preview.example.org", "IWR_DATA_DIR": str(tmp_path)})
+    environ.update(extra)
+    return environ
+
+
+def manage(environ, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environ, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_check_deploy_is_clean_in_the_production_configuration(tmp_path):
+    result = manage(production_environment(tmp_path), "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_deploy_fails_without_the_tls_proxy_settings(tmp_path):
+    result = manage(production_environment(tmp_path, IWR_BEHIND_TLS_PROXY="0"), "check", "--deploy",
+                    "--fail-level", "WARNING")
+    assert result.returncode != 0 and "SECURE_SSL_REDIRECT" in result.stdout + result.stderr
+
+
+def test_the_production_settings_behind_the_proxy(tmp_path):
+    code = ("from django.conf import settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
+            "s.SESSION_COOKIE_HTTPONLY, s.CSRF_COOKIE_HTTPONLY, s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS, "
+            "s.SECURE_PROXY_SSL_HEADER, s.REST_FRAMEWORK['NUM_PROXIES'], s.ALLAUTH_TRUSTED_PROXY_COUNT, "
+            "s.FILE_SERVING, s.LOGGING['formatters']['plain']['format'], s.SENTRY_DSN == '')")
+    result = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT,
+                            env=production_environment(tmp_path), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(" ", 10)[:10] == ["True", "True", "True", "True", "True", "31536000",
+                                                 "('HTTP_X_FORWARDED_PROTO',", "'https')", "1", "1"]
+    assert "x-accel" in result.stdout and "%(asctime)s %(levelname)s %(name)s" in result.stdout
+    assert result.stdout.strip().endswith("True")  # no error tracker unless a DSN is given
+
+
+@pytest.mark.parametrize("variable", ["DJANGO_SECRET_KEY", "DATABASE_URL"])
+def test_the_example_secrets_are_refused_at_start(tmp_path, variable):
+    example = {"DJANGO_SECRET_KEY": "change-me-to-50-random-characters-change-me-to-50-random",
+               "DATABASE_URL": "postgres://iwr:change-me@db:5432/iwr"}
+    result = manage(production_environment(tmp_path, **{variable: example[variable]}), "check")
+    assert result.returncode != 0 and "example value of docker/.env.example" in result.stderr
+
+
+def test_the_web_entrypoint_runs_check_deploy_fatally():
+    script = (ROOT / "docker" / "web-entrypoint.sh").read_text()
+    web = script[script.index("  web)"):script.index("exec gunicorn")]
+    assert "check --deploy --fail-level WARNING" in web and "set -eu" in script
+
+
+def test_smtp_mail_is_queued_not_sent_by_the_worker(settings, monkeypatch):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    queued, sent = [], []
+    monkeypatch.setattr(mail.deliver, "apply_async", lambda args, **kw: queued.append(args))
+    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
+    assert mail.send_later("s", "b", ["a@example.org"]) is True
+    assert queued == [["s", "b", ["a@example.org"]]] and sent == []
+    assert settings.EMAIL_TIMEOUT == 10
+
+
+def test_without_a_broker_smtp_mail_is_sent_directly(settings, monkeypatch):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    sent = []
+    monkeypatch.setattr(mail.deliver, "apply_async", refuse)
+    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
+    assert mail.send_later("s", "b", ["a@example.org"]) is True and len(sent) == 1
