@@ -85,7 +85,7 @@ def _no_proxy(monkeypatch):
 def log_in(page, url: str, username: str = "researcher") -> None:
     """Sign in through the login form as ``username`` (made with tests.leaderboard.base.make_user)."""
     page.goto(f"{url}/accounts/login/")
-    page.fill("input[name=username]", username)
+    page.fill("input[name=login]", username)  # allauth: a user name or an e-mail address
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
     expect(page.locator(".user-nav")).to_contain_text(username)
