@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 import subprocess
 import time
@@ -26,8 +27,11 @@ def test_the_web_image_serves_healthz(web_image):
     name = f"iwr-web-test-{port}"
     started = subprocess.run(
         ["docker", "run", "-d", "--name", name, "--network", "host", "-e", "IWR_ENV=production",
-         "-e", "DJANGO_SECRET_KEY=" + "s" * 50, "-e", f"PORT={port}", "-e", "WEB_WORKERS=1",
-         "-e", "DJANGO_ALLOWED_HOSTS=127.0.0.1", web_image, "web"], capture_output=True, text=True)
+         # The production configuration behind the TLS proxy: the entry point's check --deploy must pass.
+         "-e", "DJANGO_SECRET_KEY=" + secrets.token_urlsafe(50), "-e", f"PORT={port}", "-e", "WEB_WORKERS=1",
+         "-e", "IWR_BEHIND_TLS_PROXY=1", "-e", "IWR_PREVIEW_ORIGIN=https://preview.example.org",
+         "-e", "DJANGO_ALLOWED_HOSTS=127.0.0.1,preview.example.org", web_image, "web"],
+        capture_output=True, text=True)
     assert started.returncode == 0, started.stderr
     try:
         body, status = None, None
