@@ -111,7 +111,9 @@ def test_the_preview_runs_the_page_but_cannot_touch_the_site(site, desktop):
     page = desktop
     log_in(page, site["url"])
     page.goto(site["page"] + f"?preview={PROBE_TASK}")
-    assert "csrftoken=" in page.evaluate("document.cookie")  # the site itself does have a readable cookie
+    # The site's own cookies are HttpOnly: give its page a script-readable one, which the preview must not reach.
+    page.evaluate("document.cookie = 'site-probe=1; path=/'")
+    assert "site-probe=1" in page.evaluate("document.cookie")
     frame = page.frame_locator("#preview-frame")
     assert_contained(probe_results(frame))
     link = page.locator("#preview-open").get_attribute("href")
