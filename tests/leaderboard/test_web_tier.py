@@ -191,3 +191,12 @@ def test_without_a_broker_smtp_mail_is_sent_directly(settings, monkeypatch):
     monkeypatch.setattr(mail.deliver, "apply_async", refuse)
     monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
     assert mail.send_later("s", "b", ["a@example.org"]) is True and len(sent) == 1
+
+
+def test_the_error_tracker_is_on_only_with_a_dsn(tmp_path):
+    code = "import django; django.setup(); import sentry_sdk; print(sentry_sdk.get_client().is_active())"
+    for dsn, active in (("", "False"), ("https://public@errors.invalid/1", "True")):
+        environ = production_environment(tmp_path, IWR_SENTRY_DSN=dsn)
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0 and result.stdout.strip() == active, result.stderr
