@@ -31,3 +31,18 @@ def bump_generation() -> int:
     except ValueError:  # the key was never set (or was evicted): start above the default
         cache.set(GENERATION_KEY, 2, timeout=None)
         return 2
+
+
+# --------------------------------------------------------------------------- keys
+
+CACHE_SECONDS = 24 * 3600  # generation keys make entries stale long before this
+# Part of every cache key: bump it when what is cached changes shape, so a new release never
+# reads values an older one left in a shared cache.
+CACHE_FORMAT = 4
+
+
+def key(kind: str, *parts, generation: int | None = None) -> str:
+    """The one spelling of every leaderboard cache key: format, then the generation for values a
+    finished scoring makes stale (None: valid across generations), what is cached and what by."""
+    head = f"lb:v{CACHE_FORMAT}" if generation is None else f"lb:v{CACHE_FORMAT}:{generation}"
+    return ":".join((head, kind, *map(str, parts)))

@@ -13,6 +13,9 @@ itself (reference pages, scripts-stripped snapshots, empty pages).
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 from django.conf import settings
 from django.db import models
@@ -21,6 +24,8 @@ from django.utils import timezone
 from leaderboard.models.tasks import Split, Task
 
 PAPER_PROTOCOL = "official judge (paper)"
+# The scores every evaluation and task result stores, in the order pages and exports show them.
+SCORE_FIELDS = ("final", "ifs", "vfs", "low_level", "high_level")
 
 
 class Submission(models.Model):
@@ -242,3 +247,10 @@ class GenerationJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED, self.Status.CANCELLED}
+
+
+def copy_bundle(submission: Submission, dest: Path) -> Path:
+    """Copy the stored bundle to ``dest`` (storage-agnostic: works for remote storage too)."""
+    with submission.bundle.open("rb") as source, open(dest, "wb") as target:
+        shutil.copyfileobj(source, target, 1024 * 1024)
+    return dest
