@@ -11,6 +11,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.db import transaction
 from django.template.response import TemplateResponse
 
 from leaderboard.cache import bump_generation
@@ -52,7 +53,7 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        bump_generation()
+        transaction.on_commit(bump_generation)  # the admin saves in a transaction: readers must see the change first
 
     @admin.action(description="Mark as verified", permissions=["change"])
     def mark_verified(self, request, queryset):
