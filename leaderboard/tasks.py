@@ -6,6 +6,10 @@ are sent by task name from :mod:`leaderboard.intake.dispatch`, which never impor
 
 Queues: ``evaluate`` (scoring), ``generate`` (pages from model endpoints), ``default``
 (the reaper, the ping).
+
+The worker code (:mod:`leaderboard.worker`) is imported when a task runs, not with this module:
+a process that only sends or waits for a task (``ping.delay().get()``) imports it without
+setting Django's apps up, and the models cannot be imported before that.
 """
 
 from __future__ import annotations
@@ -16,9 +20,6 @@ import socket
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-
-from leaderboard.worker import generating, reaper, scoring
-from leaderboard.worker.claims import worker_name
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ def ping() -> dict:
              time_limit=EVALUATE_HARD_LIMIT)
 def evaluate(self, evaluation_id: int) -> int | None:
     """Woken for ``evaluation_id``: run the next evaluation in fair order (maybe another one)."""
+    from leaderboard.worker import scoring
+    from leaderboard.worker.claims import worker_name
+
     return scoring.run_next(evaluation_id, worker_name(self.request.hostname))
 
 
@@ -51,18 +55,25 @@ def evaluate(self, evaluation_id: int) -> int | None:
 def generate(self, job_id: int) -> str | None:
     """Generate the pages of generation job ``job_id``; returns its status after the run
     (None: not ours to run)."""
+    from leaderboard.worker import generating
+    from leaderboard.worker.claims import worker_name
+
     return generating.run(job_id, worker_name(self.request.hostname))
 
 
 @shared_task(name="leaderboard.reap", queue="default", time_limit=120)
 def reap() -> dict:
     """Re-queue the work of dead workers and re-send lost wake-ups (Celery beat runs this)."""
+    from leaderboard.worker import reaper
+
     return reaper.reap()
 
 
 @worker_ready.connect
 def _recover_on_start(sender, **kwargs) -> None:
     """A (re)starting worker node first re-queues what it was running when it died, then reaps."""
+    from leaderboard.worker import reaper
+
     try:
         recovered = reaper.reap_node(sender.hostname)
         counts = reaper.reap()

@@ -315,7 +315,6 @@ def remove_ended_folders() -> int:
     return len(set(found) - live)
 
 
-
 def remove_folder(folder: Path) -> None:
     """Remove a job folder, read-only task inputs included."""
     if not folder.exists():
