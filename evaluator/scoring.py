@@ -151,9 +151,26 @@ def bootstrap_rank_ranges(matrix: Sequence[Sequence[float]] | np.ndarray, n_resa
 
 
 def competition_ranks(scores: np.ndarray) -> np.ndarray:
-    """Rank of each row in every column, 1 = highest; equal scores share the better rank (1, 1, 3)."""
-    higher = scores[None, :, :] > scores[:, None, :]  # [i, j, r]: entry j beats entry i in column r
-    return 1 + higher.sum(axis=1)
+    """Rank of each row in every column, 1 = highest, equal scores share the better rank (1, 1, 3).
+
+    One ascending sort per column: a score's rank is 1 + the number of scores above it, which is
+    the row count minus the last position its value holds in the sorted column. (Comparing every
+    pair would need rows x rows x columns booleans: gigabytes for a board of thousands.)
+    """
+    scores = np.asarray(scores)
+    n_rows = scores.shape[0]
+    by_column = np.ascontiguousarray(scores.T)  # one sort per column, over contiguous memory
+    order = np.argsort(by_column, axis=1)
+    ordered = np.take_along_axis(by_column, order, axis=1)
+    last = np.broadcast_to(np.arange(n_rows), ordered.shape)
+    repeats = ordered[:, 1:] == ordered[:, :-1]
+    if repeats.any():  # equal scores: every member of a run takes the run's last position
+        run_ends = np.ones(ordered.shape, dtype=bool)
+        run_ends[:, :-1] = ~repeats
+        last = np.minimum.accumulate(np.where(run_ends, last, n_rows)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(by_column.shape, dtype=np.int64)
+    np.put_along_axis(ranks, order, n_rows - last, axis=1)
+    return ranks.T
 
 
 def rank_ranges(entries: Sequence[Sequence[float]], n_resamples: int = 1000, seed: int = 0) -> list[tuple[int, int]]:

@@ -6,4 +6,6 @@ class LeaderboardConfig(AppConfig):
     verbose_name = "IWR-Bench leaderboard"
 
     def ready(self) -> None:
-        from leaderboard import checks  # noqa: F401 - registers the system checks
+        # The system checks register themselves, and so do the Celery tasks: messages are sent by
+        # task name, and in eager mode (task_always_eager) a task registered here runs right here.
+        from leaderboard import checks, tasks  # noqa: F401

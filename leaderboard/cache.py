@@ -10,7 +10,7 @@ goes back. A cache may expire or cull any key (Django's file cache re-stores a k
 default timeout on ``incr``), and a counter kept there would start again and serve boards
 cached long ago under the numbers it climbs back through. The cache holds only a copy, stored
 without expiry, so a warm page reads no database; a missing copy is read again from the row.
-Cached values carry a bounded timeout of their own as well (``ranking.CACHE_SECONDS``).
+Cached values carry a bounded timeout of their own as well (:data:`CACHE_SECONDS`).
 """
 
 from __future__ import annotations
@@ -74,3 +74,18 @@ def _create() -> int:
             return BoardGeneration.objects.create(pk=ROW).value
     except IntegrityError:  # another process made it first
         return BoardGeneration.objects.values_list("value", flat=True).get(pk=ROW)
+
+
+# --------------------------------------------------------------------------- keys
+
+CACHE_SECONDS = 24 * 3600  # generation keys make entries stale long before this
+# Part of every cache key: bump it when what is cached changes shape, so a new release never
+# reads values an older one left in a shared cache.
+CACHE_FORMAT = 4
+
+
+def key(kind: str, *parts, generation: int | None = None) -> str:
+    """The one spelling of every leaderboard cache key: format, then the generation for values a
+    finished scoring makes stale (None: valid across generations), what is cached and what by."""
+    head = f"lb:v{CACHE_FORMAT}" if generation is None else f"lb:v{CACHE_FORMAT}:{generation}"
+    return ":".join((head, kind, *map(str, parts)))

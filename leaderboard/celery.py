@@ -1,4 +1,8 @@
-"""Celery application: reads its configuration from Django settings (``CELERY_*``)."""
+"""Celery application: reads its configuration from Django settings (``CELERY_*``).
+
+It knows no task itself: the workers discover ``leaderboard/tasks.py`` (every task of the
+site), and the site sends messages by task name (:mod:`leaderboard.intake.dispatch`).
+"""
 
 import os
 from urllib.parse import unquote, urlsplit
@@ -10,8 +14,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 app = Celery("leaderboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["leaderboard"])
-# Page generation from model endpoints has its own module of tasks (queue "generate").
-app.conf.include = ["leaderboard.generation_tasks", "leaderboard.mail"]
+# Mail handed to a worker so no request or scoring job waits for SMTP (leaderboard/mail.py).
+app.conf.include = ["leaderboard.mail"]
 
 
 @app.on_after_configure.connect

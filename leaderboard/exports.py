@@ -14,7 +14,7 @@ import json
 
 from django.utils import timezone
 
-from leaderboard.ranking import CONFIDENCE, SCORE_FIELDS, Entry, Leaderboard, protocol_label
+from leaderboard.ranking import CONFIDENCE, SCORE_FIELDS, Entry, Leaderboard, percent, protocol_label
 
 CSV_COLUMNS = (
     "rank", "rank_best", "rank_worst", "tied_with_previous", "model", "organisation", "model_size", "kind",
@@ -64,7 +64,8 @@ def to_json(board: Leaderboard) -> str:
 
 
 def pct(value: float | None) -> str:
-    return "" if value is None else f"{100 * value:.2f}"
+    """A score in percent for a table cell (empty where there is none)."""
+    return percent(value, missing="")
 
 
 def _interval(ci: tuple[float, float] | None, side: int) -> str:

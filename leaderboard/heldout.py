@@ -1,6 +1,7 @@
 """The held-out split is not an oracle: what submitters learn from a test-split scoring, and what it costs.
 
-What is shown. For test-split tasks, everyone but staff sees a submission's aggregate scores
+What is shown (:func:`leaderboard.access.shows_task_results`). For test-split tasks, everyone but staff
+sees a submission's aggregate scores
 (with their intervals), its per-category scores and its failure reason; the per-task scores,
 each task's pass/fail, its steps and its replay are shown to staff only (pages, the progress
 JSON, the results download and the API alike). ``IWR_HELDOUT_TASK_RESULTS=1`` opens them to
@@ -21,7 +22,6 @@ import signal
 from django.conf import settings
 
 from leaderboard.models import Evaluation
-from leaderboard.models.tasks import Split
 
 Kind = Evaluation.FailureKind
 # The submitter's doing: these failures stay charged; every other failure is refunded.
@@ -32,13 +32,6 @@ CHARGED_NOTE = ("Failures caused by the submitted pages count against your daily
                 "failures are refunded.")
 
 
-def shows_task_results(viewer, split: str) -> bool:
-    """Whether ``viewer`` may see per-task scores and pass/fail of tasks of ``split``."""
-    if split == Split.DEV or getattr(settings, "HELDOUT_TASK_RESULTS_PUBLIC", False):
-        return True
-    return bool(getattr(viewer, "is_authenticated", False) and viewer.is_staff)
-
-
 def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, str, str]:
     """(outcome status, failure kind, reason) of an evaluator that exited with ``returncode`` != 0."""
     if oom_killed:
@@ -47,7 +40,7 @@ def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, 
     if returncode < 0 and -returncode in STOP_SIGNALS:
         return "retry", Kind.INFRASTRUCTURE, f"the evaluator was stopped by signal {-returncode}"
     if "time limit" in last_line:
-        from leaderboard.jobs import time_limit_reason
+        from leaderboard.worker.evaluator_run import time_limit_reason
 
         return "failed", Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS)
     if returncode < 0:

@@ -13,7 +13,7 @@ A submitted page is untrusted HTML, so a preview is only ever served
 - inside ``<iframe sandbox="allow-scripts">`` on the submission page (the same opaque origin).
 
 Reference-page baselines of held-out tasks are ground truth: only staff may preview them
-(:func:`leaderboard.submissions.reveals_ground_truth`, the rule the replays follow too).
+(:func:`leaderboard.access.reveals_ground_truth`, the rule the replays follow too).
 
 Unpacked bundles expire (:func:`sweep`): a folder no link has opened for a link's lifetime
 plus a margin is removed, and so is the folder of a submission that was deleted or whose
@@ -42,8 +42,9 @@ from django.db import DatabaseError
 from django.urls import reverse
 
 from evaluator.bundle import ASSETS_URL_PREFIX, PAGE_NAME, BundleError, extract_bundle, read_page
-from leaderboard import submissions, tasksets
+from leaderboard import access, tasksets
 from leaderboard.models import Submission, Task
+from leaderboard.models.submissions import copy_bundle
 
 SALT = "leaderboard.preview"
 PUBLIC, MANAGER, STAFF = "public", "manager", "staff"
@@ -75,9 +76,9 @@ class Target:
 
 def audience(user, submission: Submission) -> str:
     """How a link issued to ``user`` is checked later: as staff, as the owner, or as the public."""
-    if user.is_authenticated and user.is_staff:
+    if access.is_staff(user):
         return STAFF
-    return MANAGER if submissions.can_manage(user, submission) else PUBLIC
+    return MANAGER if access.can_manage(user, submission) else PUBLIC
 
 
 def allowed(submission: Submission, reader: str) -> bool:
@@ -86,7 +87,7 @@ def allowed(submission: Submission, reader: str) -> bool:
         return False  # paper rows, endpoint submissions still generating their pages
     if reader == STAFF:
         return True
-    if submissions.reveals_ground_truth(submission):
+    if access.reveals_ground_truth(submission):
         return False  # the reference pages (and snapshots of them) of held-out tasks
     return reader == MANAGER or submission.public
 
@@ -109,7 +110,7 @@ def resolve(token: str) -> Target | None:
     submission = Submission.objects.filter(pk=claims.get("s")).first()
     if submission is None or not allowed(submission, claims.get("a")):
         return None
-    task = submissions.split_tasks(submission.split).filter(key=claims.get("k")).first()
+    task = tasksets.split_tasks(submission.split).filter(key=claims.get("k")).first()
     return Target(submission, task) if task else None
 
 
@@ -132,11 +133,11 @@ def unpacked(submission: Submission) -> Path | None:
     created = False
     try:
         try:
-            zipped = submissions.copy_bundle(submission, work / "bundle.zip")
+            zipped = copy_bundle(submission, work / "bundle.zip")
         except OSError:
             return None
         with contextlib.suppress(BundleError):
-            extract_bundle(zipped, work / "pages", submissions.split_task_keys(submission.split))
+            extract_bundle(zipped, work / "pages", tasksets.split_task_keys(submission.split))
         (work / "pages").mkdir(exist_ok=True)
         os.utime(work / "pages")  # its age counts from now, whatever the archive said
         with contextlib.suppress(OSError):  # another process unpacked it first: keep theirs

@@ -231,8 +231,8 @@ JOBS_ROOT = Path(env.get_str("IWR_JOBS_ROOT", str(DATA_DIR / "jobs")))
 SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "var" / "benchmark")))
 
 # ---------------------------------------------------------------------------------------
-# Submissions and the scoring pipeline (owner: submissions; leaderboard/submissions.py,
-# quotas.py, pipeline.py, jobs.py, tasks.py). Every value is read from the environment.
+# Submissions and scoring (owner: submissions; leaderboard/intake/, quotas.py, worker/claims.py,
+# worker/scoring.py, worker/evaluator_run.py, tasks.py). Every value is read from the environment.
 # ---------------------------------------------------------------------------------------
 # Accepted submissions per user, split and UTC day (cancelled-while-queued and failures
 # that are not the submitter's fault are refunded). The held-out test split gets few.
@@ -244,15 +244,16 @@ SUBMISSION_QUOTAS = {
 SUBMISSION_MAX_BUNDLE_MB = env.get_int("IWR_MAX_BUNDLE_MB", 200, minimum=1)
 # Protocols offered on the Submit page and the API (the operator adds iwr-official once configured).
 SUBMISSION_PROTOCOLS = env.get_list("IWR_SUBMISSION_PROTOCOLS", ["iwr-det"])
-# A running evaluation writes a heartbeat this often; the reaper re-queues one whose
-# heartbeat is older than the staleness limit (its worker died) and re-sends the wake-up
-# of a queued one nobody picked up within the dispatch limit.
-EVALUATION_HEARTBEAT_SECONDS = env.get_int("IWR_HEARTBEAT_SECONDS", 10, minimum=1)
-EVALUATION_STALE_SECONDS = env.get_int("IWR_REAPER_STALE_SECONDS", 120, minimum=2)
-EVALUATION_REDISPATCH_SECONDS = env.get_int("IWR_REAPER_REDISPATCH_SECONDS", 300, minimum=2)
-EVALUATION_REAPER_INTERVAL_SECONDS = env.get_int("IWR_REAPER_INTERVAL_SECONDS", 30, minimum=1)
-# Claims per evaluation before an infrastructure failure becomes final (never charged).
-EVALUATION_MAX_ATTEMPTS = env.get_int("IWR_EVALUATION_MAX_ATTEMPTS", 3, minimum=1)
+# Claimed work (an evaluation or a generation job: leaderboard/worker/claims.py) writes a
+# heartbeat this often; the reaper re-queues one whose heartbeat is older than the staleness
+# limit (its worker died) and re-sends the wake-up of a queued one nobody picked up within the
+# dispatch limit.
+CLAIM_HEARTBEAT_SECONDS = env.get_int("IWR_HEARTBEAT_SECONDS", 10, minimum=1)
+CLAIM_STALE_SECONDS = env.get_int("IWR_REAPER_STALE_SECONDS", 120, minimum=2)
+CLAIM_REDISPATCH_SECONDS = env.get_int("IWR_REAPER_REDISPATCH_SECONDS", 300, minimum=2)
+REAPER_INTERVAL_SECONDS = env.get_int("IWR_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Claims of one piece of work before an infrastructure failure becomes final (never charged).
+CLAIM_MAX_ATTEMPTS = env.get_int("IWR_EVALUATION_MAX_ATTEMPTS", 3, minimum=1)
 # Wall-clock limit for scoring one submission (the evaluator also limits each action).
 EVALUATION_TIME_LIMIT_SECONDS = env.get_int("IWR_EVALUATION_TIME_LIMIT", 3600, minimum=10)
 # Recently started evaluations count against a user for this long when choosing whose
@@ -268,7 +269,7 @@ EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
 # Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".
 EVALUATOR_EXTRA_ARGS = env.get_str("IWR_EVALUATOR_EXTRA_ARGS", "")
 CELERY_BEAT_SCHEDULE = {
-    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(EVALUATION_REAPER_INTERVAL_SECONDS)},
+    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
 }
 # Shared by the site and the workers so a worker's leaderboard-generation bump reaches every
 # page cache (a per-process memory cache would not). IWR_CACHE_URL=redis://... for scale-out.
@@ -307,8 +308,8 @@ PREVIEW_LINK_SECONDS = env.get_int("IWR_PREVIEW_LINK_SECONDS", 6 * 3600, minimum
 PREVIEW_ROOT = Path(env.get_str("IWR_PREVIEW_ROOT", str(DATA_DIR / "previews")))
 
 # ---------------------------------------------------------------------------------------
-# Model-endpoint submissions (owner: generation; leaderboard/generation.py, crypto.py,
-# generation_tasks.py). Every value is read from the environment.
+# Model-endpoint submissions (owner: generation; leaderboard/intake/endpoints.py, crypto.py,
+# worker/generating.py). Every value is read from the environment.
 # ---------------------------------------------------------------------------------------
 # Secret from which the key that encrypts submitted API keys at rest is derived (HKDF);
 # empty = derived from DJANGO_SECRET_KEY. Changing either makes the keys of jobs not yet

@@ -14,8 +14,8 @@ from django.contrib.admin import helpers
 from django.db import transaction
 from django.template.response import TemplateResponse
 
-from leaderboard import pipeline, submissions
 from leaderboard.cache import bump_generation
+from leaderboard.intake import dispatch, evaluations
 from leaderboard.models import Evaluation, Submission, TaskResult
 
 
@@ -82,7 +82,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     @admin.action(description="Rescore under the current protocol version (queued behind users)",
                   permissions=["change"])
     def rescore(self, request, queryset):
-        queued = [evaluation for evaluation in map(submissions.queue_rescore, queryset) if evaluation]
+        queued = [evaluation for evaluation in map(evaluations.queue_rescore, queryset) if evaluation]
         skipped = queryset.count() - len(queued)
         self.message_user(request, f"{len(queued)} rescore(s) queued; {skipped} skipped (no bundle, or already "
                                    "evaluated under the current version).", messages.SUCCESS)
@@ -123,5 +123,5 @@ class EvaluationAdmin(admin.ModelAdmin):
         Evaluation.objects.filter(pk__in=ids).update(status=Evaluation.Status.QUEUED, attempts=0, failure_kind="",
                                                      failure_reason="", finished_at=None)
         for evaluation_id in ids:
-            pipeline.dispatch(evaluation_id)
+            dispatch.evaluation(evaluation_id)
         self.message_user(request, f"{len(ids)} evaluation(s) queued again.", messages.SUCCESS)

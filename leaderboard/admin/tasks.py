@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from leaderboard import tasksets
+from leaderboard import access, tasksets
 from leaderboard.models import Task, TaskSet
 from leaderboard.models.tasks import Split
 from leaderboard.views.tasks import file_response
@@ -104,7 +104,7 @@ class TaskAdmin(admin.ModelAdmin):
 
     def file_view(self, request, object_id, relative):
         task = get_object_or_404(Task, pk=object_id)
-        if not (request.user.is_staff and self.has_view_permission(request, task)):
+        if not (access.is_staff(request.user) and self.has_view_permission(request, task)):
             raise Http404("No such file.")
         file_path = tasksets.staff_file_path(task, relative)
         if file_path is None:

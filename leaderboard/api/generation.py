@@ -24,9 +24,11 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from leaderboard import generation, quotas, submissions
+from leaderboard import access, quotas
 from leaderboard.accounts import HasVerifiedEmail
 from leaderboard.api.submissions import form_problems
+from leaderboard.intake import endpoints, evaluations
+from leaderboard.intake import status as submission_status
 from leaderboard.models import GenerationJob
 
 
@@ -40,47 +42,43 @@ class EndpointSubmissionViewSet(viewsets.ViewSet):
         """Your endpoint submissions, newest first, with their generation state."""
         jobs = GenerationJob.objects.select_related("submission").filter(
             submission__owner=request.user).order_by("-submission__created_at")
-        return Response([generation.status_payload(job) for job in jobs])
+        return Response([submission_status.generation_payload(job) for job in jobs])
 
     def retrieve(self, request, pk=None):
         """Generation progress of one endpoint submission (owner or staff)."""
-        job = generation.managed_job(request.user, _int(pk))
-        if job is None:
-            raise NotFound("No endpoint submission matches the given query.")
-        return Response(generation.status_payload(job))
+        job = access.managed_generation_job(request.user, _int(pk))
+        return Response(submission_status.generation_payload(job))
 
     def create(self, request):
         """Accept an endpoint submission: 201 with its id, or 400 listing every problem (429: quota)."""
         request._request.sensitive_post_parameters = ["api_key"]  # hidden from Django's error reports
-        form = generation.EndpointForm(_form_data(request.data), user=request.user)
+        form = endpoints.EndpointForm(_form_data(request.data), user=request.user)
         if not form.is_valid():
             return Response(form_problems(form), status=status.HTTP_400_BAD_REQUEST)
         try:
-            job = generation.accept(form, request.user)
+            job = endpoints.accept(form, request.user)
         except quotas.QuotaExceeded as exc:
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_429_TOO_MANY_REQUESTS)
-        payload = generation.status_payload(job)
+        payload = submission_status.generation_payload(job)
         return Response({**payload, "status": job.status}, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         """Cancel an endpoint submission (owner or staff): 200 with its state, 409 once it has finished."""
-        job = generation.managed_job(request.user, _int(pk))
-        if job is None:
-            raise NotFound("No endpoint submission matches the given query.")
+        job = access.managed_generation_job(request.user, _int(pk))
         try:
-            submissions.cancel(job.submission)
-        except submissions.NotCancellable as exc:
+            evaluations.cancel(job.submission)
+        except evaluations.NotCancellable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         job.refresh_from_db()
-        return Response(generation.status_payload(job))
+        return Response(submission_status.generation_payload(job))
 
 
 def _int(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise NotFound("No endpoint submission matches the given query.") from None
+        raise NotFound(access.NO_ENDPOINT_SUBMISSION) from None
 
 
 def _form_data(data) -> dict:

@@ -6,15 +6,11 @@ a full name such as ``iwr-det-2``, or ``paper``), ``weights`` (all | open | prop
 ``offset`` and ``limit`` (default 100, at most 1000) page through the rows; ``count`` is the
 view's total and ``next`` / ``previous`` link the neighbouring pages. Each page is the JSON
 export's document (:func:`leaderboard.exports.document`) for those rows; its encoded form is
-cached per view, page and leaderboard generation.
+cached per view, page and leaderboard generation (:func:`leaderboard.board_pages.cached_page`).
 """
 
 from __future__ import annotations
 
-import json
-from urllib.parse import urlencode
-
-from django.core.cache import cache
 from django.http import HttpResponse
 from rest_framework import viewsets
 from rest_framework.exceptions import ValidationError
@@ -22,12 +18,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.schemas.openapi import AutoSchema
 
-from leaderboard import exports, ranking
-from leaderboard.cache import get_generation
+from leaderboard import ranking
+from leaderboard.board_pages import DEFAULT_LIMIT, cached_page, page_document
 
-DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-LIST_PATH = "/api/v1/leaderboard/"
 
 _SCORE = {"type": "number", "minimum": 0, "maximum": 1}
 _INTERVAL = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "nullable": True}
@@ -112,16 +106,6 @@ class LeaderboardViewSet(viewsets.ViewSet):
         return HttpResponse(cached_page(query, offset, limit), content_type="application/json")
 
 
-def cached_page(query: ranking.Query, offset: int, limit: int) -> bytes:
-    """The encoded page, served from the cache without unpickling the board (one cache read when warm)."""
-    key = f"lb:v{ranking.CACHE_FORMAT}:{get_generation()}:api:{query.key()}:{offset}:{limit}"
-    body = cache.get(key)
-    if body is None:
-        body = json.dumps(page_document(ranking.leaderboard(query), offset, limit), separators=(",", ":")).encode()
-        cache.set(key, body, ranking.CACHE_SECONDS)
-    return body
-
-
 def page_window(params) -> tuple[int, int]:
     """(offset, limit) from the query; ``limit`` defaults to DEFAULT_LIMIT and is capped at MAX_LIMIT."""
     values = []
@@ -135,15 +119,3 @@ def page_window(params) -> tuple[int, int]:
             raise ranking.QueryError(f"{name}={value} is out of range" + (f" (1 to {top})" if top else ""))
         values.append(value)
     return values[0], values[1]
-
-
-def page_document(board: ranking.Leaderboard, offset: int, limit: int) -> dict:
-    """One page of the view's document, with the total count and links to the neighbouring pages."""
-    data = exports.document(board, offset, offset + limit)
-    data.update(offset=offset, limit=limit, next=None, previous=None)
-    params = board.query.params()
-    if offset + limit < len(board.entries):
-        data["next"] = f"{LIST_PATH}?{urlencode({**params, 'offset': offset + limit, 'limit': limit})}"
-    if offset > 0:
-        data["previous"] = f"{LIST_PATH}?{urlencode({**params, 'offset': max(0, offset - limit), 'limit': limit})}"
-    return data

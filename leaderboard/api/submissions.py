@@ -15,17 +15,17 @@ is a 404, like one that does not exist.
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.schemas.openapi import AutoSchema
 
-from leaderboard import quotas, submissions
+from leaderboard import access, quotas
 from leaderboard.accounts import HasVerifiedEmail
+from leaderboard.intake import bundles, evaluations
+from leaderboard.intake import status as submission_status
 from leaderboard.models import Submission
 
 
@@ -158,37 +158,35 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def get_queryset(self):
         if self.action == "list":
             return Submission.objects.filter(owner=self.request.user).order_by("-created_at")
-        return submissions.visible_submissions(self.request.user)
+        return access.visible_submissions(self.request.user)
 
     def get_object(self) -> Submission:
-        return get_object_or_404(self.get_queryset(), pk=self.kwargs["pk"])
+        return access.viewable_submission(self.request.user, self.kwargs["pk"])
 
     def _managed(self) -> Submission:
-        submission = self.get_object()
-        if not submissions.can_manage(self.request.user, submission):
-            raise NotFound("No submission matches the given query.")
-        return submission
+        return access.managed_submission(self.request.user, self.kwargs["pk"])
 
     def list(self, request, *args, **kwargs):
         """Your own submissions, newest first."""
         page = self.paginate_queryset(self.get_queryset())
-        rows = [submissions.status_payload(submission, request.user) for submission in (page or self.get_queryset())]
+        shown = page or self.get_queryset()
+        rows = [submission_status.status_payload(submission, request.user) for submission in shown]
         return self.get_paginated_response(rows) if page is not None else Response(rows)
 
     def retrieve(self, request, *args, **kwargs):
         """One submission (yours, or a public one): status, progress, scores once scored, failure reason."""
-        return Response(submissions.status_payload(self.get_object(), request.user))
+        return Response(submission_status.status_payload(self.get_object(), request.user))
 
     def create(self, request, *args, **kwargs):
         """Submit a bundle (multipart): 201 with the new submission, 400 listing every problem, 429 over quota."""
-        form = submissions.SubmissionForm(request.POST, request.FILES, user=request.user)
+        form = bundles.SubmissionForm(request.POST, request.FILES, user=request.user)
         if not form.is_valid():
             return Response(form_problems(form), status=status.HTTP_400_BAD_REQUEST)
         try:
-            accepted = submissions.accept(form, request.user)
+            accepted = bundles.accept(form, request.user)
         except quotas.QuotaExceeded as exc:
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_429_TOO_MANY_REQUESTS)
-        payload = submissions.status_payload(accepted.submission, request.user)
+        payload = submission_status.status_payload(accepted.submission, request.user)
         return Response({**payload, "notes": accepted.notes}, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
@@ -196,16 +194,16 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         """Cancel your submission: 200 with its state (queued: the quota is refunded), 409 once finished."""
         submission = self._managed()
         try:
-            submissions.cancel(submission)
-        except submissions.NotCancellable as exc:
+            evaluations.cancel(submission)
+        except evaluations.NotCancellable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(submissions.status_payload(submission, request.user))
+        return Response(submission_status.status_payload(submission, request.user))
 
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         """Your submission's results as a JSON download (held-out split: scores only, no step details)."""
         submission = self._managed()
-        response = Response(submissions.results_document(submission, request.user))
+        response = Response(submission_status.results_document(submission, request.user))
         response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.json"'
         return response
 

@@ -12,25 +12,24 @@ reported results), optionally narrowed by filters. The rules:
   placed by their score but given no rank: they are yardsticks, not competitors.
 - Rank = 1 + the number of ranked entries with a strictly higher Final.
 - Each evaluated score (Final, IFS, VFS, Low-level, High-level) carries the 95 % percentile-
-  bootstrap interval the pipeline stored at scoring time (:func:`evaluator.scoring.bootstrap_ci`,
+  bootstrap interval stored when the evaluation was scored (:func:`evaluator.scoring.bootstrap_ci`,
   ``CI_RESAMPLES`` resamples of the tasks). Each ranked row gets a rank range from a paired
   bootstrap of every ranked entry's per-task Final (:func:`evaluator.scoring.bootstrap_rank_ranges`,
   ``RANK_RESAMPLES`` resamples). Rows whose Final intervals overlap are tied.
 
 Everything computed here is cached under the leaderboard generation
-(:mod:`leaderboard.cache`), which the pipeline bumps whenever an evaluation finishes.
+(:mod:`leaderboard.cache`), which scoring bumps whenever an evaluation finishes.
 
-Modules: ``query`` (the view and shared constants), ``board`` (entries, ranks, ties, the
-cached board), ``confidence`` (rank ranges), ``categories`` (per-category breakdowns). The
-names below are the package's interface.
+Modules: ``query`` (the view and shared constants), ``entries`` (what a board is made of and
+the percent formatter), ``board`` (which entries, ranks, ties, the cached board), ``confidence``
+(rank ranges), ``categories`` (per-category breakdowns). The names below are the package's
+interface.
 """
 
+from evaluator.scoring import competition_ranks
+from leaderboard.cache import CACHE_FORMAT, CACHE_SECONDS
+from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.ranking.board import (
-    ENTRY_FIELDS,
-    INTERVAL_FIELDS,
-    Entry,
-    Flagged,
-    Leaderboard,
     assign_ranks,
     assign_ties,
     build_entries,
@@ -39,7 +38,6 @@ from leaderboard.ranking.board import (
     leaderboard,
     one_per_model,
     overlap,
-    percent,
 )
 from leaderboard.ranking.categories import (
     CategoryBreakdown,
@@ -51,16 +49,14 @@ from leaderboard.ranking.categories import (
     labels_of,
 )
 from leaderboard.ranking.confidence import (
-    competition_ranks,
     rank_ranges,
     rank_ranges_of,
     results_matrix,
     task_vectors,
 )
+from leaderboard.ranking.entries import ENTRY_FIELDS, INTERVAL_FIELDS, Entry, Flagged, Leaderboard, percent
 from leaderboard.ranking.query import (
     AXIS_LABELS,
-    CACHE_FORMAT,
-    CACHE_SECONDS,
     CATEGORY_AXES,
     CI_RESAMPLES,
     CONFIDENCE,
@@ -70,7 +66,6 @@ from leaderboard.ranking.query import (
     PAPER_SLUG,
     RANK_RESAMPLES,
     RANK_SEED,
-    SCORE_FIELDS,
     SELECTIONS,
     SOURCES,
     WEIGHTS,

@@ -2,124 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from datetime import datetime
-
+import numpy as np
 from django.core.cache import cache
 from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import Coalesce, Lower, RowNumber
 
-from leaderboard.cache import get_generation
+from evaluator.scoring import competition_ranks, overlapping
+from leaderboard import cache as board_cache
+from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation, Submission
+from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.ranking.confidence import rank_ranges
-from leaderboard.ranking.query import CACHE_FORMAT, CACHE_SECONDS, CI_RESAMPLES, RANK_RESAMPLES, SCORE_FIELDS, Query
+from leaderboard.ranking.entries import Entry, Flagged, Leaderboard
+from leaderboard.ranking.query import Query
 
 Kind = Submission.Kind
-
-
-def percent(value: float | None) -> str:
-    """A fraction as the site prints it: percentage points with two decimals ("—" when missing)."""
-    return "\u2014" if value is None else f"{100 * value:.2f}"
-
-
-@dataclass
-class Entry:
-    """One row of a leaderboard: a model's chosen evaluation and its standing."""
-
-    evaluation_id: int
-    submission_id: int
-    model_name: str
-    organisation: str
-    model_size: str
-    kind: str
-    open_weights: bool
-    verified: bool
-    paper_url: str
-    code_url: str
-    protocol: str
-    evaluator_version: str
-    final: float
-    ifs: float
-    vfs: float
-    low_level: float | None
-    high_level: float | None
-    final_ci: tuple[float, float] | None
-    ifs_ci: tuple[float, float] | None
-    vfs_ci: tuple[float, float] | None
-    n_tasks: int
-    date: datetime | None
-    low_level_ci: tuple[float, float] | None = None
-    high_level_ci: tuple[float, float] | None = None
-    rank: int | None = None
-    rank_range: tuple[int, int] | None = None
-    tie_group: int = 0
-    tied_with_previous: bool = False
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.kind == Kind.BASELINE
-
-    @property
-    def is_paper(self) -> bool:
-        return self.kind == Kind.PAPER
-
-    @property
-    def show(self) -> dict[str, str]:
-        """Scores as the tables print them: percent with two decimals, intervals as "lo–hi"."""
-        shown = {name: percent(getattr(self, name)) for name in SCORE_FIELDS}
-        for name in SCORE_FIELDS:
-            ci = getattr(self, f"{name}_ci")
-            shown[f"{name}_ci"] = f"{percent(ci[0])}\u2013{percent(ci[1])}" if ci else ""
-        return shown
-
-    @property
-    def rank_range_text(self) -> str:
-        if not self.rank_range:
-            return ""
-        best, worst = self.rank_range
-        return str(best) if best == worst else f"{best}\u2013{worst}"
-
-    def as_dict(self) -> dict:
-        """Plain data for the API and the JSON export (scores are fractions in [0, 1])."""
-        data = {name: getattr(self, name) for name in ENTRY_FIELDS}  # flat: faster than asdict's deep copy
-        data["date"] = self.date.isoformat() if self.date else None
-        for name in (*INTERVAL_FIELDS, "rank_range"):
-            data[name] = list(data[name]) if data[name] else None
-        data["baseline"] = self.is_baseline
-        data["reported_in_paper"] = self.is_paper
-        return data
-
-
-ENTRY_FIELDS = tuple(item.name for item in fields(Entry))
-INTERVAL_FIELDS = tuple(f"{name}_ci" for name in SCORE_FIELDS)  # an Entry's (low, high) pairs
-
-
-@dataclass
-class Flagged:
-    """A public entry maintainers took out of the ranking, with their public reason."""
-
-    evaluation_id: int
-    model_name: str
-    organisation: str
-    reason: str
-
-
-@dataclass
-class Leaderboard:
-    query: Query
-    entries: list[Entry]
-    flagged: list[Flagged] = field(default_factory=list)
-    generation: int = 0
-    rank_resamples: int = RANK_RESAMPLES
-    ci_resamples: int = CI_RESAMPLES
-
-    @property
-    def ranked(self) -> list[Entry]:
-        return [entry for entry in self.entries if entry.rank is not None]
-
-    @property
-    def has_intervals(self) -> bool:
-        return any(entry.final_ci for entry in self.entries)
 
 
 # --------------------------------------------------------------------------- which evaluations
@@ -222,23 +119,21 @@ def _same(a: float, b: float) -> bool:
 
 
 def assign_ranks(entries: list[Entry]) -> None:
-    """Competition ranking by Final ("1, 2, 2, 4") over non-baseline entries sorted best first."""
-    position = 0
-    previous: Entry | None = None
+    """Competition ranking by Final ("1, 2, 2, 4") over non-baseline entries: the rule of
+    :func:`evaluator.scoring.competition_ranks`, which ranks the bootstrap resamples too (scores
+    equal to 12 decimals tie, whatever order the sums were taken in)."""
+    ranked = [entry for entry in entries if not entry.is_baseline]
     for entry in entries:
-        if entry.is_baseline:
-            entry.rank = None
-            continue
-        position += 1
-        entry.rank = previous.rank if previous is not None and _same(previous.final, entry.final) else position
-        previous = entry
+        entry.rank = None
+    if ranked:
+        finals = np.round(np.array([[entry.final] for entry in ranked], dtype=float), 12)
+        for entry, rank in zip(ranked, competition_ranks(finals)[:, 0].tolist(), strict=True):
+            entry.rank = rank
 
 
 def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None, final_a: float, final_b: float) -> bool:
     """Whether two entries are statistically tied: their Final intervals overlap (entries
     without an interval tie only on an equal score)."""
-    from evaluator.scoring import overlapping
-
     if a is None or b is None:
         return _same(final_a, final_b)
     return overlapping(a, b)
@@ -262,7 +157,7 @@ def assign_ties(ranked: list[Entry]) -> None:
 def leaderboard(query: Query) -> Leaderboard:
     """The view's leaderboard, computed once per generation."""
     generation = get_generation()
-    key = f"lb:v{CACHE_FORMAT}:{generation}:board:{query.key()}"
+    key = board_cache.key("board", query.key(), generation=generation)
     board = cache.get(key)
     if board is None:
         board = Leaderboard(query=query, entries=build_entries(query), flagged=build_flagged(query),

@@ -9,9 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.cache import cache
 
+from evaluator.scoring import summarize
+from leaderboard import cache as board_cache
+from leaderboard.cache import CACHE_SECONDS
 from leaderboard.models import Evaluation, TaskResult
-from leaderboard.ranking.board import Entry, Leaderboard
-from leaderboard.ranking.query import CACHE_FORMAT, CACHE_SECONDS, CATEGORY_AXES, SCORE_FIELDS, QueryError, natural_key
+from leaderboard.models.submissions import SCORE_FIELDS
+from leaderboard.ranking.entries import Entry, Leaderboard
+from leaderboard.ranking.query import CATEGORY_AXES, QueryError, natural_key
 
 
 def category_scores(summary: Mapping | None) -> dict[str, dict[str, dict[str, float]]]:
@@ -28,8 +32,6 @@ def category_scores(summary: Mapping | None) -> dict[str, dict[str, dict[str, fl
 def category_scores_from_results(results: Iterable[TaskResult]) -> dict[str, dict[str, dict[str, float]]]:
     """Per-category means computed from stored task results (for evaluations whose summary has none),
     with the evaluator's own aggregation."""
-    from evaluator.scoring import summarize
-
     results = list(results)
     if not results:
         return {}
@@ -81,7 +83,7 @@ def category_breakdown(board: Leaderboard, axis: str) -> CategoryBreakdown:
     """
     if axis not in CATEGORY_AXES:
         raise QueryError(f"axis={axis!r} is not valid: use one of {', '.join(CATEGORY_AXES)}")
-    keys = {name: f"lb:v{CACHE_FORMAT}:{board.generation}:categories:{board.query.key()}:{name}"
+    keys = {name: board_cache.key("categories", board.query.key(), name, generation=board.generation)
             for name in CATEGORY_AXES}
     breakdown = cache.get(keys[axis])
     if breakdown is None:

@@ -1,6 +1,6 @@
 """How sure a ranking is: each ranked entry's 95 % rank range from a paired bootstrap over tasks.
 
-Score intervals are not computed here: the pipeline stores each evaluation's percentile-
+Score intervals are not computed here: scoring (:mod:`leaderboard.worker.scoring`) stores each evaluation's percentile-
 bootstrap intervals (:func:`evaluator.scoring.bootstrap_ci`) when it scores it, together with
 its per-task Finals packed into one value (``Evaluation.task_finals``). A board's rank ranges
 resample those per-task Finals of every ranked entry at once; they depend only on which
@@ -12,18 +12,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
 
+from evaluator.scoring import bootstrap_means, competition_ranks
+from leaderboard import cache as board_cache
+from leaderboard.cache import CACHE_SECONDS
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.submissions import unpack_task_finals
-from leaderboard.ranking.query import CACHE_FORMAT, CACHE_SECONDS, CONFIDENCE, RANK_RESAMPLES, RANK_SEED
-
-if TYPE_CHECKING:
-    from leaderboard.ranking.board import Entry
+from leaderboard.ranking.entries import Entry
+from leaderboard.ranking.query import CONFIDENCE, RANK_RESAMPLES, RANK_SEED
 
 TaskVector = tuple  # (task ids: int array, Finals: float array), both sorted by task id
 
@@ -38,7 +38,7 @@ def rank_ranges(ranked: Sequence[Entry]) -> list[tuple[int, int] | None]:
     if not ranked:
         return []
     members = "|".join(f"{entry.evaluation_id}:{_stamp(entry.date)}" for entry in ranked)
-    key = f"lb:v{CACHE_FORMAT}:rank-ranges:{hashlib.sha256(members.encode()).hexdigest()}"
+    key = board_cache.key("rank-ranges", hashlib.sha256(members.encode()).hexdigest())
     ranges = cache.get(key)
     if ranges is None:  # the same entries (ranked alike) have the same ranges, whatever the generation
         vectors = task_vectors([entry.evaluation_id for entry in ranked if not entry.is_paper])
@@ -56,8 +56,6 @@ def rank_ranges_of(matrix: np.ndarray) -> list[tuple[int, int]]:
     figures: a test holds them equal) with ranks found by sorting each resample, so a board of
     thousands of entries costs milliseconds and little memory (pairwise comparison would need
     entries x entries x resamples booleans)."""
-    from evaluator.scoring import bootstrap_means
-
     if matrix.shape[0] == 1:
         return [(1, 1)]
     alpha = 1 - CONFIDENCE
@@ -71,27 +69,6 @@ def rank_ranges_of(matrix: np.ndarray) -> list[tuple[int, int]]:
     best = int(np.percentile(positions, 100 * alpha / 2, method="lower"))
     worst = int(np.percentile(positions, 100 * (1 - alpha / 2), method="higher"))
     return list(zip(ordered[:, best].tolist(), ordered[:, worst].tolist(), strict=True))
-
-
-def competition_ranks(scores: np.ndarray) -> np.ndarray:
-    """Rank of each row in every column, 1 = highest, equal scores share the better rank (1, 1, 3).
-
-    One ascending sort per column: a score's rank is 1 + the number of scores above it, which is
-    the row count minus the last position its value holds in the sorted column.
-    """
-    n_rows = scores.shape[0]
-    by_column = np.ascontiguousarray(scores.T)  # one sort per resample, over contiguous memory
-    order = np.argsort(by_column, axis=1)
-    ordered = np.take_along_axis(by_column, order, axis=1)
-    last = np.broadcast_to(np.arange(n_rows), ordered.shape)
-    repeats = ordered[:, 1:] == ordered[:, :-1]
-    if repeats.any():  # equal scores: every member of a run takes the run's last position
-        run_ends = np.ones(ordered.shape, dtype=bool)
-        run_ends[:, :-1] = ~repeats
-        last = np.minimum.accumulate(np.where(run_ends, last, n_rows)[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty(by_column.shape, dtype=np.int64)
-    np.put_along_axis(ranks, order, n_rows - last, axis=1)
-    return ranks.T
 
 
 def results_matrix(vectors: list[TaskVector | None], finals: list[float]) -> np.ndarray:
@@ -117,7 +94,7 @@ def task_vectors(evaluation_ids: list[int]) -> dict[int, TaskVector]:
     evaluations that have per-task results.
 
     One query reads the Finals each evaluation got packed when it was scored; an evaluation
-    not packed (stored by other means than the pipeline) costs one more query, for all such
+    not packed (stored by other means than scoring) costs one more query, for all such
     evaluations together, over its task results.
     """
     vectors: dict[int, TaskVector] = {}

@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass, replace
 from django.conf import settings
 from django.core.cache import cache
 
-from leaderboard.cache import get_generation
+from leaderboard import cache as board_cache
+from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import PAPER_PROTOCOL
 from leaderboard.models.tasks import Split
 
-CI_RESAMPLES = 2000  # evaluator.scoring.bootstrap_ci's default, used by the pipeline at scoring time
+CI_RESAMPLES = 2000  # evaluator.scoring.bootstrap_ci's default, stored with each evaluation when it is scored
 RANK_RESAMPLES = 1000
 RANK_SEED = 0
 CONFIDENCE = 0.95
@@ -25,14 +26,9 @@ PAPER_SLUG = "paper"
 CATEGORY_AXES = ("interaction_complexity", "visual_complexity", "domain")
 AXIS_LABELS = {"interaction_complexity": "Interaction level", "visual_complexity": "Visual complexity",
                "domain": "Domain"}
-SCORE_FIELDS = ("final", "ifs", "vfs", "low_level", "high_level")
 WEIGHTS = ("all", "open", "proprietary")
 SOURCES = ("all", "evaluated", "reported")
 SELECTIONS = ("best", "latest")
-CACHE_SECONDS = 24 * 3600  # generation keys make entries stale long before this
-# Part of every cache key: bump it when what is cached changes shape, so a new release never
-# reads values an older one left in a shared cache.
-CACHE_FORMAT = 4
 
 
 class QueryError(ValueError):
@@ -138,7 +134,7 @@ def _registered_protocols() -> list[str]:
 
 def scored_protocols() -> dict[str, set[str]]:
     """Protocol full name -> the splits holding scored public evaluations under it (cached)."""
-    key = f"lb:v{CACHE_FORMAT}:{get_generation()}:protocols"
+    key = board_cache.key("protocols", generation=get_generation())
     found = cache.get(key)
     if found is None:
         rows = (Evaluation.objects.filter(status=Evaluation.Status.SCORED, submission__public=True)

@@ -234,6 +234,15 @@ def public_tasks():
     return Task.objects.published().select_related("task_set")
 
 
+def split_tasks(split: str):
+    """The published tasks a submission to ``split`` is scored on, in key order."""
+    return Task.objects.published().for_split(split).select_related("task_set").order_by("key")
+
+
+def split_task_keys(split: str) -> set[str]:
+    return set(split_tasks(split).values_list("key", flat=True))
+
+
 def filter_tasks(queryset, params) -> tuple:
     """Apply the known filters found in ``params``; returns (queryset, {name: value})."""
     chosen = {name: params.get(name) for name in FILTERS if params.get(name)}

@@ -1,7 +1,7 @@
 """Submitting a model endpoint, following its page generation, downloading the generated bundle.
 
-Every view touching a submission starts with ``_managed`` (owner or staff): anyone else
-gets a 404, so others' endpoint submissions are indistinguishable from missing ones. The
+Every view touching a submission starts with :func:`leaderboard.access.managed_generation_job`
+(owner or staff): anyone else gets a 404, so others' endpoint submissions are indistinguishable from missing ones. The
 API key field is marked sensitive so Django's error reports never include it.
 """
 
@@ -15,14 +15,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods
 
-from leaderboard import generation, quotas
-
-
-def _managed(request, pk: int):
-    job = generation.managed_job(request.user, pk)
-    if job is None:
-        raise Http404("No endpoint submission matches the given query.")
-    return job
+from leaderboard import access, quotas
+from leaderboard.intake import endpoints, status
 
 
 @sensitive_variables()
@@ -30,10 +24,10 @@ def _managed(request, pk: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit_endpoint(request):
-    form = generation.EndpointForm(request.POST or None, user=request.user)
+    form = endpoints.EndpointForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
-            job = generation.accept(form, request.user)
+            job = endpoints.accept(form, request.user)
         except quotas.QuotaExceeded as exc:
             form.add_error(None, str(exc))
         else:
@@ -48,8 +42,8 @@ def submit_endpoint(request):
 @require_GET
 @never_cache
 def generation_status(request, pk: int):
-    job = _managed(request, pk)
-    state = generation.status_payload(job)
+    job = access.managed_generation_job(request.user, pk)
+    state = status.generation_payload(job)
     errors = sorted(state["generation"]["task_errors"].items())
     return render(request, "leaderboard/generation/status.html",
                   {"job": job, "submission": job.submission, "state": state, "errors": errors})
@@ -59,7 +53,7 @@ def generation_status(request, pk: int):
 @require_GET
 def generated_bundle(request, pk: int):
     """The generated bundle zip (owner or staff), once generation has stored it."""
-    job = _managed(request, pk)
+    job = access.managed_generation_job(request.user, pk)
     if not job.submission.bundle:
         raise Http404("This submission has no generated bundle yet.")
     return FileResponse(job.submission.bundle.open("rb"), as_attachment=True,

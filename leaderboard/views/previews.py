@@ -14,7 +14,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_safe
 
 from evaluator.page_session import content_type
-from leaderboard import previews, submissions
+from leaderboard import previews, tasksets
 from leaderboard.models import Submission
 
 HTML = "text/html; charset=utf-8"
@@ -62,7 +62,7 @@ def preview_context(request, submission: Submission) -> dict:
     reader = previews.audience(request.user, submission)
     if not previews.allowed(submission, reader):
         return {}
-    tasks = list(submissions.split_tasks(submission.split))
+    tasks = list(tasksets.split_tasks(submission.split))
     if not tasks:
         return {}
     wanted = request.GET.get("preview")

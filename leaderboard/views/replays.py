@@ -2,14 +2,14 @@
 
 Who sees what:
 - an evaluation is visible when its submission is (public, or the reader owns it, or staff:
-  :func:`leaderboard.submissions.visible_submissions`); otherwise every URL below is a 404;
+  :func:`leaderboard.access.visible_submissions`); otherwise every URL below is a 404;
 - a task's ground truth (action descriptions, assertions, the element the judge chose,
   reference checkpoints, step evidence) is *revealed* only for dev-split tasks or to staff;
   for test-split tasks readers see whether each step passed, the submitted page's own
   screenshots and replay video, and the task's public video;
 - the submitted page's own screenshots and replay video are hidden too (from all but staff) when
   the submission's pages are themselves ground truth: the baselines of a held-out split, built
-  from its reference pages (:func:`leaderboard.submissions.reveals_ground_truth`, the rule the
+  from its reference pages (:func:`leaderboard.access.reveals_ground_truth`, the rule the
   live previews follow). Readers then see scores and whether each step passed.
 
 Artifacts (``ARTIFACTS_ROOT/<evaluation>/tasks/<key>/``) are served only through
@@ -24,14 +24,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.http import Http404, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from leaderboard import charts, ranking, submissions
-from leaderboard.heldout import shows_task_results
+from leaderboard import access, charts, ranking
 from leaderboard.models import Evaluation, TaskResult
-from leaderboard.models.tasks import Split, Task
+from leaderboard.models.submissions import SCORE_FIELDS
+from leaderboard.models.tasks import Task
 from leaderboard.secrecy import scrub, secrets_of
 from leaderboard.serving import serve_file
 from leaderboard.views import previews
@@ -42,39 +42,14 @@ SHOT_NAME = re.compile(r"^step_(\d{1,4})\.png$")
 REFERENCE_NAME = re.compile(r"^reference_(\d{1,4})\.png$")
 REPLAY_VIDEO = "replay.mp4"
 REFERENCE_VIDEO = "reference.mp4"
-SCORES = ("final", "ifs", "vfs", "low_level", "high_level")
 
 
 # --------------------------------------------------------------------------- access
 
 
-def visible_evaluation(request, evaluation_id: int) -> Evaluation:
-    """The evaluation if its submission is visible to the reader, else 404 (private ones do not exist)."""
-    evaluation = get_object_or_404(Evaluation.objects.select_related("submission", "submission__owner"),
-                                   pk=evaluation_id)
-    if not submissions.visible_submissions(request.user).filter(pk=evaluation.submission_id).exists():
-        raise Http404("No such evaluation.")
-    return evaluation
-
-
 def visible_result(request, evaluation_id: int, key: str) -> tuple[Evaluation, TaskResult]:
-    evaluation = visible_evaluation(request, evaluation_id)
-    return evaluation, task_result(evaluation, key, request.user)
-
-
-def task_result(evaluation: Evaluation, key: str, user) -> TaskResult:
-    """The result of task ``key`` in an evaluation the reader may see, else 404 (also when it is a
-    held-out task whose per-task results the reader may not see)."""
-    result = get_object_or_404(TaskResult.objects.select_related("task", "task__task_set"),
-                               evaluation=evaluation, task__key=key)
-    if not shows_task_results(user, result.task.split):
-        raise Http404("Per-task results of the held-out split are shown to maintainers only.")
-    return result
-
-
-def reveals(user, task: Task) -> bool:
-    """Whether ``user`` may see the ground truth of ``task``: dev-split tasks, or staff."""
-    return task.split == Split.DEV or (user.is_authenticated and user.is_staff)
+    evaluation = access.visible_evaluation(request.user, evaluation_id)
+    return evaluation, access.task_result(evaluation, key, request.user)
 
 
 # --------------------------------------------------------------------------- task rows and steps
@@ -105,15 +80,15 @@ def task_rows(evaluation: Evaluation, user) -> list[dict]:
     rows = []
     for result in evaluation.task_results.select_related("task").order_by("task__key"):
         task = result.task
-        if not shows_task_results(user, task.split):
+        if not access.shows_task_results(user, task.split):
             continue  # held-out per-task results: staff only
         rows.append({
             "key": task.key, "split": task.split, "interaction": task.interaction_complexity,
             "visual": task.visual_complexity, "domain": task.domain,
-            **{name: ranking.percent(getattr(result, name)) for name in SCORES},
+            **{name: ranking.percent(getattr(result, name)) for name in SCORE_FIELDS},
             "final_value": result.final,
             "steps_passed": result.steps_passed, "steps_total": result.steps_total,
-            "reason": failure_reason(result, reveals(user, task)),
+            "reason": failure_reason(result, access.reveals_task(user, task)),
             "replay_url": reverse("replay", args=[evaluation.pk, task.key]),
         })
     return rows
@@ -124,7 +99,7 @@ def step_views(evaluation: Evaluation, result: TaskResult, reveal: bool, *, page
 
     ``time`` is where the step ends in the replay video, in seconds (the recording starts
     with the page load and the steps follow one another, so elapsed times add up). Screenshots
-    of the submitted page are linked only when ``pages`` (:func:`leaderboard.submissions.shows_pages`).
+    of the submitted page are linked only when ``pages`` (:func:`leaderboard.access.shows_pages`).
     """
     actions = (result.task.record or {}).get("action_sequence") or []
     views, elapsed_ms, seen = [], 0, set()
@@ -274,8 +249,8 @@ def file_path(evaluation: Evaluation, result: TaskResult, name: str, reveal: boo
 @require_GET
 def replay_file(request, evaluation_id: int, key: str, name: str):
     evaluation, result = visible_result(request, evaluation_id, key)
-    path = file_path(evaluation, result, name, reveals(request.user, result.task),
-                     submissions.shows_pages(request.user, evaluation.submission))
+    path = file_path(evaluation, result, name, access.reveals_task(request.user, result.task),
+                     access.shows_pages(request.user, evaluation.submission))
     if path is None:
         raise Http404("No such file.")
     cache = "public, max-age=3600" if evaluation.submission.public else "private, max-age=600"
@@ -302,7 +277,7 @@ def evaluation_context(request, evaluation: Evaluation) -> dict:
         ],
         "lb_categories_url": reverse("evaluation-categories", args=[evaluation.pk]),
         "lb_task_rows": task_rows(evaluation, request.user),
-        "lb_task_results_hidden": not shows_task_results(request.user, evaluation.submission.split),
+        "lb_task_results_hidden": not access.shows_task_results(request.user, evaluation.submission.split),
         "lb_preview_page": previews.preview_page(request, evaluation.submission),
     }
 
@@ -331,15 +306,15 @@ def _board_url(evaluation: Evaluation) -> str:
 @require_GET
 def evaluation_results(request, evaluation_id: int):
     """An evaluation's scores with intervals, its category breakdown and per-task results."""
-    evaluation = visible_evaluation(request, evaluation_id)
+    evaluation = access.visible_evaluation(request.user, evaluation_id)
     entry = standing(evaluation)
     context = {
         "evaluation": evaluation, "submission": evaluation.submission, "entry": entry,
-        "scores": {name: ranking.percent(getattr(evaluation, name)) for name in SCORES},
+        "scores": {name: ranking.percent(getattr(evaluation, name)) for name in SCORE_FIELDS},
         "intervals": {name: _interval(evaluation, name) for name in ("final", "ifs", "vfs")},
         "board_url": _board_url(evaluation),
         "protocol_label": ranking.protocol_label(evaluation.protocol),
-        "can_manage": submissions.can_manage(request.user, evaluation.submission),
+        "can_manage": access.can_manage(request.user, evaluation.submission),
         **evaluation_context(request, evaluation),
     }
     return render(request, "leaderboard/replays/results.html", context)
@@ -353,7 +328,7 @@ def _interval(evaluation: Evaluation, name: str) -> str:
 @require_GET
 def evaluation_categories(request, evaluation_id: int):
     """Per-category scores of one evaluation and a grouped-bar figure per axis (JSON)."""
-    evaluation = visible_evaluation(request, evaluation_id)
+    evaluation = access.visible_evaluation(request.user, evaluation_id)
     categories = ranking.evaluation_categories(evaluation) if evaluation.status == Evaluation.Status.SCORED else {}
     return JsonResponse({
         "evaluation": evaluation.pk,
@@ -368,19 +343,19 @@ def evaluation_categories(request, evaluation_id: int):
 def replay(request, evaluation_id: int, key: str):
     """The reference video and the recorded replay side by side, with the step timeline."""
     evaluation, result = visible_result(request, evaluation_id, key)
-    reveal = reveals(request.user, result.task)
+    reveal = access.reveals_task(request.user, result.task)
     return render(request, "leaderboard/replays/replay.html", {
         "evaluation": evaluation, "submission": evaluation.submission, "result": result, "task": result.task,
         "reveal": reveal, "players": [_player(request, evaluation, result, reveal, evaluation.submission.model_name)],
         "reference_video": _reference_video(evaluation, result),
-        "scores": {name: ranking.percent(getattr(result, name)) for name in SCORES},
+        "scores": {name: ranking.percent(getattr(result, name)) for name in SCORE_FIELDS},
         "reason": failure_reason(result, reveal),
         "neighbours": _neighbours(evaluation, key),
     })
 
 
 def _player(request, evaluation: Evaluation, result: TaskResult, reveal: bool, label: str) -> dict:
-    pages = submissions.shows_pages(request.user, evaluation.submission)
+    pages = access.shows_pages(request.user, evaluation.submission)
     video = pages and _artifact(evaluation, result.task.key, REPLAY_VIDEO)
     steps = step_views(evaluation, result, reveal, pages=pages)
     return {"label": label, "evaluation": evaluation, "result": result, "pages_hidden": not pages,
@@ -419,7 +394,7 @@ class NotComparable(Exception):
 
 
 def _pair(request, a: int, b: int) -> tuple[Evaluation, Evaluation]:
-    first, second = visible_evaluation(request, a), visible_evaluation(request, b)
+    first, second = access.visible_evaluation(request.user, a), access.visible_evaluation(request.user, b)
     if first.submission.split != second.submission.split:
         raise NotComparable("These two evaluations were scored on different splits (different tasks), "
                             "so there is nothing to compare task by task.")
@@ -506,8 +481,8 @@ def compare_replay(request, a: int, b: int, key: str):
         first, second = _pair(request, a, b)
     except NotComparable as exc:
         return render(request, "leaderboard/replays/compare_form.html", {"message": str(exc)}, status=400)
-    result_a, result_b = task_result(first, key, request.user), task_result(second, key, request.user)
-    reveal = reveals(request.user, result_a.task)
+    result_a, result_b = access.task_result(first, key, request.user), access.task_result(second, key, request.user)
+    reveal = access.reveals_task(request.user, result_a.task)
     return render(request, "leaderboard/replays/compare_replay.html", {
         "a": first, "b": second, "task": result_a.task, "reveal": reveal,
         "reference_video": _reference_video(first, result_a),

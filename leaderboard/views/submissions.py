@@ -1,8 +1,9 @@
 """Submit page, my submissions, one submission's page with live progress, cancel, results.
 
-Every view touching a submission starts with an access helper: ``_viewable`` (public ones,
-one's own, or staff) or ``_managed`` (owner or staff). Anything else is a 404, so private
-submissions of others are indistinguishable from missing ones.
+Every view touching a submission starts with an access helper (:mod:`leaderboard.access`):
+``viewable_submission`` (public ones, one's own, or staff) or ``managed_submission`` (owner or
+staff). Anything else is a 404, so private submissions of others are indistinguishable from
+missing ones.
 """
 
 from __future__ import annotations
@@ -12,26 +13,17 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from leaderboard import quotas, ranking, submissions
+from leaderboard import access, quotas, ranking
+from leaderboard.intake import bundles, evaluations, status
 from leaderboard.models import Evaluation, GenerationJob, Submission
+from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.views import previews, replays
-
-
-def _viewable(request, pk: int) -> Submission:
-    return get_object_or_404(submissions.visible_submissions(request.user), pk=pk)
-
-
-def _managed(request, pk: int) -> Submission:
-    submission = _viewable(request, pk)
-    if not submissions.can_manage(request.user, submission):
-        raise Http404("No submission matches the given query.")
-    return submission
 
 
 def _is_xhr(request) -> bool:
@@ -41,10 +33,10 @@ def _is_xhr(request) -> bool:
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit(request):
-    form = submissions.SubmissionForm(request.POST or None, request.FILES or None, user=request.user)
+    form = bundles.SubmissionForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
-            accepted = submissions.accept(form, request.user)
+            accepted = bundles.accept(form, request.user)
         except quotas.QuotaExceeded as exc:
             form.add_error(None, str(exc))
         else:
@@ -80,7 +72,7 @@ def submission_list(request):
 
 def percent(value) -> str:
     """A score fraction as the site shows it: 36.35 (empty when there is none)."""
-    return "" if value is None else f"{100 * value:.2f}"
+    return ranking.percent(value, missing="")
 
 
 def _with_percents(row: dict) -> dict:
@@ -89,8 +81,8 @@ def _with_percents(row: dict) -> dict:
 
 def _score_display(state: dict) -> dict:
     scores = state.get("scores") or {}
-    shown = {name: percent(scores.get(name)) for name in ranking.SCORE_FIELDS}
-    for name in ranking.SCORE_FIELDS:
+    shown = {name: percent(scores.get(name)) for name in SCORE_FIELDS}
+    for name in SCORE_FIELDS:
         low, high = scores.get(f"{name}_ci_low"), scores.get(f"{name}_ci_high")
         shown[f"{name}_ci"] = f"95% CI {percent(low)}\u2013{percent(high)}" if low is not None else ""
     return shown
@@ -110,14 +102,14 @@ def is_live(submission: Submission, status: str) -> bool:
 @require_GET
 def submission_detail(request, pk: int):
     """Summary, scores with intervals and rank, category charts, per-task table, live preview."""
-    submission = _viewable(request, pk)
+    submission = access.viewable_submission(request.user, pk)
     evaluation = submission.primary_evaluation
-    state = submissions.status_payload(submission, request.user)
+    state = status.status_payload(submission, request.user)
     others = submission.evaluations.exclude(pk=getattr(evaluation, "pk", None)).order_by("created_at")
     live = is_live(submission, state["status"])
     context = {
         "submission": submission, "evaluation": evaluation, "state": state, "scores": _score_display(state),
-        "live": live, "can_manage": submissions.can_manage(request.user, submission),
+        "live": live, "can_manage": access.can_manage(request.user, submission),
         "entry": replays.standing(evaluation) if evaluation is not None else None,
         "protocol_label": ranking.protocol_label(evaluation.protocol if evaluation else submission.protocol),
         "other_evaluations": [_with_percents({**vars(other)}) for other in others],
@@ -137,13 +129,13 @@ def submission_progress(request, pk: int):
     ``tasks`` are the raw per-task scores (fractions); ``rows`` the same tasks as the page's
     table shows them (percent, failure reason, replay link); ``live`` says whether to poll on.
     """
-    submission = _viewable(request, pk)
+    submission = access.viewable_submission(request.user, pk)
     evaluation = submission.primary_evaluation
-    state = submissions.status_payload(submission, request.user)
+    state = status.status_payload(submission, request.user)
     state["live"] = is_live(submission, state["status"])
-    state["tasks"] = submissions.task_rows(evaluation, request.user)
+    state["tasks"] = status.task_rows(evaluation, request.user)
     state["rows"] = replays.task_rows(evaluation, request.user) if evaluation is not None else []
-    if evaluation is not None and evaluation.is_finished and submissions.can_manage(request.user, submission):
+    if evaluation is not None and evaluation.is_finished and access.can_manage(request.user, submission):
         state["log"] = evaluation.log
     return JsonResponse(state, encoder=DjangoJSONEncoder)
 
@@ -151,10 +143,10 @@ def submission_progress(request, pk: int):
 @login_required
 @require_POST
 def submission_cancel(request, pk: int):
-    submission = _managed(request, pk)
+    submission = access.managed_submission(request.user, pk)
     try:
-        evaluation = submissions.cancel(submission)
-    except submissions.NotCancellable as exc:
+        evaluation = evaluations.cancel(submission)
+    except evaluations.NotCancellable as exc:
         messages.error(request, str(exc))
     else:
         refunded = " Your quota was refunded." if not submission.charged else ""
@@ -166,8 +158,8 @@ def submission_cancel(request, pk: int):
 @require_GET
 def submission_results(request, pk: int):
     """Download the results as JSON (owner or staff; held-out split: scores only)."""
-    submission = _managed(request, pk)
-    document = submissions.results_document(submission, request.user)
+    submission = access.managed_submission(request.user, pk)
+    document = status.results_document(submission, request.user)
     response = HttpResponse(json.dumps(document, cls=DjangoJSONEncoder, indent=1),
                             content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.json"'

@@ -12,8 +12,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from leaderboard import tasksets
-from leaderboard.models import Task, TaskSet
+from leaderboard import access, tasksets
+from leaderboard.models import TaskSet
 from leaderboard.models.tasks import Split
 from leaderboard.serving import serve_file
 
@@ -22,10 +22,6 @@ FILTER_LABELS = {"set": "Task set", "split": "Split", "interaction": "Interactio
                  "domain": "Domain"}
 # Task files may come from crawled sites (SVG with script, say): never let one run here.
 FILE_CSP = "default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'; sandbox"
-
-
-def _get_public_task(set_slug: str, key: str) -> Task:
-    return get_object_or_404(tasksets.public_tasks(), task_set__slug=set_slug, key=key)
 
 
 @require_GET
@@ -62,7 +58,7 @@ def _query_without_page(request) -> str:
 
 @require_GET
 def task_detail(request, set_slug: str, key: str):
-    task = _get_public_task(set_slug, key)
+    task = access.public_task(set_slug, key)
     files = tasksets.public_files(task)
     context = {
         "task": task,
@@ -76,7 +72,7 @@ def task_detail(request, set_slug: str, key: str):
 
 @require_GET
 def task_file(request, set_slug: str, key: str, path: str):
-    task = _get_public_task(set_slug, key)
+    task = access.public_task(set_slug, key)
     file_path = tasksets.public_file_path(task, path)
     if file_path is None:
         raise Http404("No such public file.")
@@ -94,7 +90,7 @@ def file_response(request, file_path, download_name: str | None = None, public: 
 
 @require_GET
 def task_inputs_zip(request, set_slug: str, key: str):
-    task = _get_public_task(set_slug, key)
+    task = access.public_task(set_slug, key)
     return file_response(request, tasksets.task_inputs_zip(task), f"{set_slug}-{key}-inputs.zip")
 
 

@@ -30,9 +30,9 @@ def site(live_server, settings, tmp_path, monkeypatch):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     mail.outbox = []
     cache.clear()
-    from leaderboard import pipeline
+    from leaderboard.intake import dispatch
 
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: True)  # queued: scoring is not under test
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: True)  # queued: scoring is not under test
     data = write_tiny_dataset(tmp_path / "tiny", "dev", 2, n_actions=2)
     tasksets.import_dataset(data, "dev", "tiny")
     return {"url": live_server.url, "bundle": write_bundle(tmp_path / "pages.zip", ["dev1", "dev2"])}

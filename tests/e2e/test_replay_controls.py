@@ -17,8 +17,9 @@ from django.core.cache import cache
 from playwright.sync_api import expect
 
 from evaluator.protocols import get_protocol
-from leaderboard import pipeline, tasksets
+from leaderboard import tasksets
 from leaderboard.models import Evaluation, Task
+from leaderboard.worker import scoring
 from tests.e2e.conftest import snap
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_bundle_submission, make_evaluation
@@ -52,8 +53,8 @@ def score_like_the_worker(evaluation) -> None:
     """Run the queued evaluation as a worker does, retries of an infrastructure failure included."""
     from django.conf import settings
 
-    for _attempt in range(settings.EVALUATION_MAX_ATTEMPTS):
-        assert pipeline.run_next(worker="e2e") == evaluation.pk
+    for _attempt in range(settings.CLAIM_MAX_ATTEMPTS):
+        assert scoring.run_next(worker="e2e") == evaluation.pk
         evaluation.refresh_from_db()
         if evaluation.is_finished:
             break

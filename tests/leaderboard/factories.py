@@ -89,7 +89,7 @@ def make_bundle_submission(owner=None, *, pages: dict[str, str], split: str = "d
 def make_queued_evaluation(submission: Submission, **fields) -> Evaluation:
     """A queued evaluation under the current iwr-det version, as accepting a submission creates."""
     from evaluator.protocols import get_protocol
-    from leaderboard.submissions import queue_evaluation
+    from leaderboard.intake.evaluations import queue_evaluation
 
     evaluation = queue_evaluation(submission, get_protocol("iwr-det"))
     if fields:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard import generation, pipeline
+from leaderboard.intake import dispatch
 
 
 @pytest.fixture
@@ -22,6 +22,6 @@ def endpoint_settings(settings, tmp_path):
 def sent(monkeypatch):
     """Wake-ups sent to the generate and evaluate queues (instead of a broker)."""
     calls = {"generate": [], "evaluate": []}
-    monkeypatch.setattr(generation, "dispatch", lambda job_id: calls["generate"].append(job_id) or True)
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls["evaluate"].append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "generation_job", lambda job_id: calls["generate"].append(job_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: calls["evaluate"].append(evaluation_id) or True)
     return calls

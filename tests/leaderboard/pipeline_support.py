@@ -240,9 +240,10 @@ def _setup(n_tasks: int, n_submissions: int) -> dict:
     from django.core.management import call_command
 
     from evaluator.protocols import get_protocol
-    from leaderboard import pipeline, tasksets
+    from leaderboard import tasksets
+    from leaderboard.intake import dispatch
+    from leaderboard.intake.evaluations import queue_evaluation
     from leaderboard.models import Submission
-    from leaderboard.submissions import queue_evaluation
     from tests.leaderboard.base import make_user
 
     call_command("migrate", verbosity=0)
@@ -261,7 +262,7 @@ def _setup(n_tasks: int, n_submissions: int) -> dict:
             evaluation = queue_evaluation(submission, get_protocol("iwr-det"))
             ids.append(evaluation.pk)
     for evaluation_id in ids:
-        pipeline.dispatch(evaluation_id)
+        dispatch.evaluation(evaluation_id)
     return {"evaluations": ids}
 
 
@@ -284,20 +285,21 @@ def _generation_setup(base_url: str, n_tasks: int, api_key: str) -> dict:
 
     from django.core.management import call_command
 
-    from leaderboard import generation, tasksets
+    from leaderboard import tasksets
+    from leaderboard.intake import endpoints
     from tests.leaderboard.base import make_user
 
     call_command("migrate", verbosity=0)
     with tempfile.TemporaryDirectory() as tmp:
         tasksets.import_dataset(write_tiny_dataset(Path(tmp) / "tiny", "dev", n_tasks), "dev", "tiny")
     user = make_user("endpoint-owner")
-    form = generation.EndpointForm({
+    form = endpoints.EndpointForm({
         "split": "dev", "protocol": "iwr-det", "model_name": "Worker-VL", "public": "on", "base_url": base_url,
         "model_id": "worker-vl", "api_key": api_key, "max_tokens": "1000", "max_images": "70", "max_frames": "64",
     }, user=user)
     if not form.is_valid():
         raise SystemExit(f"setup form refused: {form.errors.as_json()}")
-    return {"job": generation.accept(form, user).pk}  # its wake-up is sent once the rows are committed
+    return {"job": endpoints.accept(form, user).pk}  # its wake-up is sent once the rows are committed
 
 
 def _generation_state(job_id: int) -> dict:

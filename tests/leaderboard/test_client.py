@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rest_framework.authtoken.models import Token
 
-from leaderboard import pipeline
+from leaderboard.intake import dispatch
 from leaderboard.models import Evaluation, Submission
 
 pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
@@ -28,7 +28,7 @@ def site(transactional_db, live_server, imported_sample, owner, settings, tmp_pa
     """A live site with the sample tasks, and the environment the client reads."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SUBMISSION_QUOTAS = {"dev": 20, "test": 3}
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: True)
     token = Token.objects.create(user=owner)
     return {**os.environ, "IWR_URL": live_server.url, "IWR_TOKEN": token.key}
 

@@ -12,8 +12,10 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from leaderboard import crypto, generation, generation_tasks
+from leaderboard import crypto, tasks
+from leaderboard.intake import endpoints
 from leaderboard.models import Evaluation, GenerationJob, Submission
+from leaderboard.worker import generating
 from tests.evaluator.fake_endpoint import FakeEndpoint, Reply, completion
 from tests.leaderboard.base import logged_in
 
@@ -41,7 +43,7 @@ def submit(client, owner, base_url: str, capture, **overrides):
 
 def run_job(job: GenerationJob, capture):
     with capture(execute=True):
-        ended = generation_tasks.generate(job.pk)
+        ended = tasks.generate(job.pk)
     job.refresh_from_db()
     return ended
 
@@ -73,7 +75,7 @@ def test_an_endpoint_submission_is_generated_stored_and_queued_for_scoring(
         assert API_KEY.encode() not in bytes(job.api_key_encrypted)
         assert crypto.decrypt(job.api_key_encrypted) == API_KEY
         assert run_job(job, capture) == "done"
-        assert generation_tasks.generate(job.pk) is None  # a second delivery finds nothing to do
+        assert tasks.generate(job.pk) is None  # a second delivery finds nothing to do
     assert len(endpoint.requests) == 2
     for request in endpoint.requests:
         assert request.headers["Authorization"] == f"Bearer {API_KEY}"
@@ -184,7 +186,7 @@ def test_an_internal_error_still_erases_the_key_and_refunds(
     """A bug in the worker: the job fails with an internal-error reason, the key is gone, the slot given back."""
     capture = django_capture_on_commit_callbacks
     submit(client, owner, "https://api.example.com/v1", capture)
-    monkeypatch.setattr(generation_tasks, "generate_pages", lambda job, folder: 1 / 0)
+    monkeypatch.setattr(generating, "generate_pages", lambda job, folder: 1 / 0)
     job = GenerationJob.objects.select_related("submission").get()
     assert run_job(job, capture) == "failed"
     assert "internal error (ZeroDivisionError)" in job.failure_reason and bytes(job.api_key_encrypted) == b""
@@ -213,7 +215,7 @@ def test_the_form_refuses_internal_addresses_and_bad_limits_all_at_once(client, 
 def test_non_public_endpoint_addresses_are_refused(url, settings):
     """Cloud metadata, private networks and loopback are not called for strangers."""
     settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS = False
-    assert "non-public address" in generation.endpoint_problems(url)[0]
+    assert "non-public address" in endpoints.endpoint_problems(url)[0]
 
 
 @pytest.mark.django_db

@@ -9,8 +9,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from leaderboard import crypto, generation, generation_tasks, pipeline, submissions
+from leaderboard import crypto, tasks
+from leaderboard.intake import dispatch, evaluations
 from leaderboard.models import Evaluation, GenerationJob, Submission
+from leaderboard.worker import generating, reaper
+from leaderboard.worker.claims import GENERATION_JOBS
 from tests.evaluator.fake_endpoint import FakeEndpoint
 from tests.leaderboard.base import logged_in
 from tests.leaderboard.factories import make_submission
@@ -37,7 +40,7 @@ def four_tasks(db, tasks_root, tmp_path, tiny_video):
 
 def reported_pages(job: GenerationJob) -> int:
     """Pages the job's generation report (in its kept folder) lists as generated."""
-    report = json.loads((generation.job_folder(job.pk) / "out" / "generation.json").read_text())
+    report = json.loads((generating.job_folder(job.pk) / "out" / "generation.json").read_text())
     return sum(1 for outcome in report["tasks"].values() if outcome["status"] == "ok")
 
 
@@ -55,7 +58,7 @@ def running(owner, *, age_seconds: float = 0, attempts: int = 1, worker: str = "
 
 
 def stale_age(settings) -> float:
-    return settings.EVALUATION_STALE_SECONDS + 5
+    return settings.CLAIM_STALE_SECONDS + 5
 
 
 def key_of(job: GenerationJob) -> bytes:
@@ -70,22 +73,22 @@ def key_of(job: GenerationJob) -> bytes:
 def test_a_job_is_claimed_once_with_a_token_worker_and_heartbeat(owner):
     """Queued -> running for one worker only; the claim records who, when and how many times."""
     job = make_job(owner)
-    token = generation.claim(job.pk, "w1@host:11")
-    assert token and generation.claim(job.pk, "w2@host:12") is None
+    token = GENERATION_JOBS.claim(job.pk, "w1@host:11")
+    assert token and GENERATION_JOBS.claim(job.pk, "w2@host:12") is None
     job.refresh_from_db()
     assert (job.status, job.claim_token, job.worker, job.attempts) == ("running", token, "w1@host:11", 1)
     assert job.heartbeat_at is not None and job.started_at is not None
-    assert generation.beat(job.pk, token) is True and generation.beat(job.pk, "someone-else") is False
+    assert GENERATION_JOBS.beat(job.pk, token) is True and GENERATION_JOBS.beat(job.pk, "someone-else") is False
 
 
 @pytest.mark.django_db
 def test_a_heartbeat_stops_once_the_claim_is_gone(owner):
     """The heartbeat thread's beat reports a cancelled job as lost (the run then stops between tasks)."""
     job = make_job(owner)
-    token = generation.claim(job.pk, "w1@host:11")
-    heartbeat = generation_tasks.Heartbeat(job.pk, token, interval=60)
+    token = GENERATION_JOBS.claim(job.pk, "w1@host:11")
+    heartbeat = GENERATION_JOBS.heartbeat(job.pk, token, interval=60)
     assert heartbeat.beat() is True
-    submissions.cancel(job.submission)
+    evaluations.cancel(job.submission)
     assert heartbeat.beat() is False
 
 
@@ -93,16 +96,16 @@ def test_a_heartbeat_stops_once_the_claim_is_gone(owner):
 def test_dispatch_records_the_wake_up_and_survives_a_broker_that_refuses(owner, monkeypatch):
     """A sent wake-up is timestamped; a broker error leaves the job queued and undispatched for the reaper."""
     job = make_job(owner)
-    monkeypatch.setattr(generation_tasks.generate, "apply_async", lambda *args, **kwargs: None)
-    assert generation.dispatch(job.pk) is True
+    monkeypatch.setattr(tasks.generate, "apply_async", lambda *args, **kwargs: None)
+    assert dispatch.generation_job(job.pk) is True
     job.refresh_from_db()
     assert job.dispatched_at is not None
 
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(generation_tasks.generate, "apply_async", refuse)
-    assert generation.dispatch(job.pk) is False
+    monkeypatch.setattr(tasks.generate, "apply_async", refuse)
+    assert dispatch.generation_job(job.pk) is False
     job.refresh_from_db()
     assert job.status == "queued" and job.dispatched_at is None
 
@@ -118,7 +121,7 @@ def test_the_reaper_requeues_a_job_whose_worker_stopped_beating(owner, settings,
     legacy = make_job(owner, status="running")  # claimed by a worker that never beat
     alive = running(owner, worker="w2@host:8")
     with django_capture_on_commit_callbacks(execute=True):
-        counts = pipeline.reap()
+        counts = reaper.reap()
     assert counts["generation"]["requeued"] == 2
     for job in (dead, legacy):
         job.refresh_from_db()
@@ -133,9 +136,9 @@ def test_the_reaper_requeues_a_job_whose_worker_stopped_beating(owner, settings,
 def test_the_reaper_fails_a_job_after_its_last_attempt_erasing_the_key_and_refunding(
         owner, settings, sent, mailoutbox, django_capture_on_commit_callbacks):
     """A worker died on the last allowed claim: failed as infrastructure, key erased, slot given back."""
-    job = running(owner, age_seconds=stale_age(settings), attempts=settings.EVALUATION_MAX_ATTEMPTS)
+    job = running(owner, age_seconds=stale_age(settings), attempts=settings.CLAIM_MAX_ATTEMPTS)
     with django_capture_on_commit_callbacks(execute=True):
-        assert pipeline.reap()["generation"]["failed"] == 1
+        assert reaper.reap()["generation"]["failed"] == 1
     job.refresh_from_db()
     assert job.status == "failed" and key_of(job) == b"" and job.finished_at is not None
     assert "stopped responding" in job.failure_reason and "gave up after 3 attempts" in job.failure_reason
@@ -152,7 +155,7 @@ def test_the_reaper_resends_wake_ups_nobody_picked_up(owner, sent):
     never = make_job(owner)
     long_ago = make_job(owner, dispatched_at=timezone.now() - timedelta(days=1))
     make_job(owner, dispatched_at=timezone.now())
-    assert generation.reap()["redispatched"] == 2
+    assert generating.reap()["redispatched"] == 2
     assert sorted(sent["generate"]) == sorted([never.pk, long_ago.pk])
 
 
@@ -162,7 +165,7 @@ def test_a_restarted_worker_node_requeues_its_own_generation_jobs(owner, sent, d
     mine = running(owner, worker="w1@host:11")
     theirs = running(owner, worker="w10@host:12")
     with django_capture_on_commit_callbacks(execute=True):
-        assert pipeline.reap_node("w1@host") == 1
+        assert reaper.reap_node("w1@host") == 1
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert (mine.status, theirs.status) == ("queued", "running") and sent["generate"] == [mine.pk]
@@ -174,9 +177,9 @@ def test_the_reaper_removes_folders_of_ended_jobs_only(owner, endpoint_settings)
     ended = make_job(owner, status="cancelled")
     waiting = make_job(owner)
     for job in (ended, waiting):
-        (generation.job_folder(job.pk) / "out").mkdir(parents=True)
-    assert generation.remove_ended_folders() == 1
-    assert not generation.job_folder(ended.pk).exists() and generation.job_folder(waiting.pk).exists()
+        (generating.job_folder(job.pk) / "out").mkdir(parents=True)
+    assert generating.remove_ended_folders() == 1
+    assert not generating.job_folder(ended.pk).exists() and generating.job_folder(waiting.pk).exists()
 
 
 # --------------------------------------------------------------------------- resuming
@@ -186,7 +189,7 @@ def test_the_reaper_removes_folders_of_ended_jobs_only(owner, endpoint_settings)
 def test_a_job_whose_worker_was_killed_resumes_keeping_its_pages(
         owner, four_tasks, endpoint_settings, sent, monkeypatch, django_capture_on_commit_callbacks):
     """Killed after the first page: re-queued by the reaper, the next claim asks only for the missing pages."""
-    original = generation.record_progress
+    original = generating.record_progress
 
     def die_after_first_page(job, outcomes):
         original(job, outcomes)
@@ -194,24 +197,24 @@ def test_a_job_whose_worker_was_killed_resumes_keeping_its_pages(
 
     with FakeEndpoint() as endpoint:
         job = make_job(owner, base_url=endpoint.base_url)
-        monkeypatch.setattr(generation, "record_progress", die_after_first_page)
+        monkeypatch.setattr(generating, "record_progress", die_after_first_page)
         with pytest.raises(Killed):
-            generation_tasks.run(job.pk, "w1@host:1")
+            generating.run(job.pk, "w1@host:1")
         job.refresh_from_db()
         assert (job.status, job.attempts, job.tasks_done) == ("running", 1, 1) and key_of(job) != b""
         kept, asked_before = reported_pages(job), len(endpoint.requests)  # the folder was kept for the resume
         assert kept == 1
         GenerationJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(days=1))
         with django_capture_on_commit_callbacks(execute=True):
-            assert generation.reap()["requeued"] == 1
-        monkeypatch.setattr(generation, "record_progress", original)
+            assert generating.reap()["requeued"] == 1
+        monkeypatch.setattr(generating, "record_progress", original)
         with django_capture_on_commit_callbacks(execute=True):
-            assert generation_tasks.run(job.pk, "w2@host:2") == "done"
+            assert generating.run(job.pk, "w2@host:2") == "done"
     assert len(endpoint.requests) - asked_before == len(four_tasks) - kept  # kept pages are not asked again
     job.refresh_from_db()
     assert (job.status, job.attempts, job.worker, job.tasks_done) == ("done", 2, "w2@host:2", 4)
     assert job.task_errors == {}
-    assert key_of(job) == b"" and not generation.job_folder(job.pk).exists()
+    assert key_of(job) == b"" and not generating.job_folder(job.pk).exists()
     evaluation = job.submission.evaluations.get()
     assert evaluation.status == "queued" and sent["evaluate"] == [evaluation.pk]
 
@@ -226,7 +229,7 @@ def test_cancelling_a_queued_job_refunds_erases_the_key_and_a_late_wake_up_does_
     with FakeEndpoint() as endpoint:
         job = make_job(owner, base_url=endpoint.base_url)
         response = logged_in(client, owner).post(f"/submissions/{job.submission_id}/cancel/", follow=True)
-        assert generation_tasks.run(job.pk, "w1@host:1") is None
+        assert generating.run(job.pk, "w1@host:1") is None
     assert endpoint.requests == []
     assert "is cancelled. Your quota was refunded." in response.content.decode()
     job.refresh_from_db()
@@ -241,21 +244,21 @@ def test_cancelling_a_queued_job_refunds_erases_the_key_and_a_late_wake_up_does_
 def test_cancelling_during_generation_stops_the_worker_between_tasks(
         owner, four_tasks, endpoint_settings, sent, monkeypatch):
     """Cancelled while the first page is made: the key is erased at once, no further page is asked for."""
-    original = generation.record_progress
+    original = generating.record_progress
     with FakeEndpoint() as endpoint:
         job = make_job(owner, base_url=endpoint.base_url)
 
         def cancel_then_record(claimed, outcomes):
-            submissions.cancel(claimed.submission)
+            evaluations.cancel(claimed.submission)
             assert key_of(job) == b""  # erased before the worker even noticed
             return original(claimed, outcomes)
 
-        monkeypatch.setattr(generation, "record_progress", cancel_then_record)
-        assert generation_tasks.run(job.pk, "w1@host:1") == "cancelled"
+        monkeypatch.setattr(generating, "record_progress", cancel_then_record)
+        assert generating.run(job.pk, "w1@host:1") == "cancelled"
     # The task under way when the claim was found gone still ends; no task after it starts.
     assert 1 <= len(endpoint.requests) <= 2 < len(four_tasks)
     job.refresh_from_db()
-    assert job.status == "cancelled" and not generation.job_folder(job.pk).exists()
+    assert job.status == "cancelled" and not generating.job_folder(job.pk).exists()
     job.submission.refresh_from_db()
     assert not job.submission.bundle and job.submission.charged is True  # a running job's slot is spent
     assert [e.status for e in job.submission.evaluations.all()] == ["cancelled"] and sent["evaluate"] == []
@@ -283,8 +286,8 @@ def test_the_api_cancels_an_endpoint_submission_once(owner, outsider, imported_s
 def test_a_finished_generation_cancels_the_evaluation_instead(owner, sent):
     """Once pages are generated, cancelling an endpoint submission cancels its queued evaluation."""
     job = make_job(owner, status="done")
-    evaluation = submissions.queue_evaluation(job.submission, _protocol())
-    assert submissions.cancel(job.submission).pk == evaluation.pk
+    evaluation = evaluations.queue_evaluation(job.submission, _protocol())
+    assert evaluations.cancel(job.submission).pk == evaluation.pk
     evaluation.refresh_from_db()
     assert evaluation.status == "cancelled"
 
@@ -338,8 +341,8 @@ def test_generated_bundles_can_be_rescored(owner, sent, django_capture_on_commit
     from tests.leaderboard.factories import make_bundle_submission
 
     submission = make_bundle_submission(owner, pages={"101": "<p>x</p>"}, kind=Submission.Kind.ENDPOINT)
-    assert submissions.rescorable(submission)
+    assert evaluations.rescorable(submission)
     with django_capture_on_commit_callbacks(execute=True):
-        evaluation = submissions.queue_rescore(submission)
+        evaluation = evaluations.queue_rescore(submission)
     assert evaluation is not None and evaluation.is_rescore and sent["evaluate"] == [evaluation.pk]
-    assert not submissions.rescorable(make_submission(owner, kind="endpoint"))  # nothing generated yet
+    assert not evaluations.rescorable(make_submission(owner, kind="endpoint"))  # nothing generated yet

@@ -180,9 +180,9 @@ def test_the_reference_baselines_screenshots_and_replays_stay_with_staff(reader,
 
 def test_the_crawl_catches_a_reference_baseline_showing_its_replay(client, reference_baseline, monkeypatch):
     """Were the baseline's artifacts served like any submission's, the crawl would name the screenshot and video."""
-    from leaderboard import submissions
+    from leaderboard import access
 
-    monkeypatch.setattr(submissions, "reveals_ground_truth", lambda submission: False)
+    monkeypatch.setattr(access, "reveals_ground_truth", lambda submission: False)
     secrets = secrecy.held_out_secrets()
     secrecy.add_page_artifacts(secrets, reference_baseline)
     with pytest.raises(AssertionError) as failure:

@@ -8,8 +8,9 @@ import signal
 import pytest
 from rest_framework.authtoken.models import Token
 
-from leaderboard import heldout, pipeline
+from leaderboard import heldout
 from leaderboard.models import Evaluation
+from leaderboard.worker import scoring
 from tests.leaderboard.base import logged_in
 from tests.leaderboard.factories import make_bundle_submission, make_queued_evaluation, make_task_result
 
@@ -118,6 +119,6 @@ def test_failing_an_evaluation_refunds_only_what_was_not_the_pages_doing(owner, 
     submission = make_bundle_submission(owner, pages={"101": PAGE}, split="test")
     evaluation = make_queued_evaluation(submission, status="running", claim_token="t")
     with django_capture_on_commit_callbacks():
-        assert pipeline.fail(evaluation, Evaluation.objects.filter(pk=evaluation.pk), kind, "why")
+        assert scoring.fail(evaluation, Evaluation.objects.filter(pk=evaluation.pk), kind, "why")
     submission.refresh_from_db()
     assert submission.charged is stays_charged

@@ -245,7 +245,7 @@ def test_a_warm_home_page_reads_nothing_while_entries_are_being_scored(client, o
 
 def test_cancelling_a_submission_takes_it_out_of_the_note_at_once(client, owner, django_capture_on_commit_callbacks):
     """The cached note is cleared when a submission is queued and when it is cancelled, not after its 30 s."""
-    from leaderboard import submissions
+    from leaderboard.intake import evaluations
     from tests.leaderboard.factories import make_queued_evaluation, make_submission
 
     populate(1)
@@ -253,7 +253,7 @@ def test_cancelling_a_submission_takes_it_out_of_the_note_at_once(client, owner,
     with django_capture_on_commit_callbacks(execute=True):
         make_queued_evaluation(pending)
     assert "pending-one" in text(client.get("/"))
-    submissions.cancel(pending)
+    evaluations.cancel(pending)
     assert "pending-one" not in text(client.get("/"))
 
 
@@ -398,7 +398,7 @@ def test_the_api_docs_page_and_schema_need_no_cdn(client):
 
 def test_warming_after_a_scoring_serves_the_first_reader_from_the_cache(client, django_assert_max_num_queries):
     """warm_default_views (run by the worker after bumping) leaves the default pages ready: no board query."""
-    from leaderboard.views.rankings import warm_default_views
+    from leaderboard.board_pages import warm_default_views
 
     populate(4)
     warm_default_views()

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from leaderboard import jobs, pipeline
 from leaderboard.cache import get_generation
+from leaderboard.intake import dispatch
 from leaderboard.models import Evaluation, TaskResult
+from leaderboard.worker import evaluator_run, reaper, scoring
+from leaderboard.worker.claims import EVALUATIONS
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import (
     make_bundle_submission,
@@ -38,11 +40,11 @@ def fake_evaluator(settings, tmp_path, monkeypatch):
     settings.EVALUATOR_COMMAND = FAKE
     settings.JOBS_ROOT = tmp_path / "jobs"
     settings.ARTIFACTS_ROOT = tmp_path / "artifacts"
-    settings.EVALUATION_HEARTBEAT_SECONDS = 1
+    settings.CLAIM_HEARTBEAT_SECONDS = 1
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "ok")
     sent = []
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: sent.append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: sent.append(evaluation_id) or True)
     return sent
 
 
@@ -57,10 +59,10 @@ def charged(evaluation) -> bool:
 
 def run(evaluation, capture):
     """Claim and run ``evaluation`` with on-commit callbacks executed; returns it refreshed."""
-    token = pipeline.claim(evaluation.pk, "test-node:1")
+    token = EVALUATIONS.claim(evaluation.pk, "test-node:1")
     assert token
     with capture(execute=True):
-        pipeline.run_claimed(evaluation.pk, token)
+        scoring.run_claimed(evaluation.pk, token)
     evaluation.refresh_from_db()
     return evaluation
 
@@ -72,7 +74,7 @@ def run(evaluation, capture):
 def test_it_claims_a_queued_evaluation_exactly_once(owner):
     """Two workers claiming the same evaluation: one wins, the other gets nothing."""
     evaluation = make_evaluation(make_submission(owner))
-    first, second = pipeline.claim(evaluation.pk, "a:1"), pipeline.claim(evaluation.pk, "b:2")
+    first, second = EVALUATIONS.claim(evaluation.pk, "a:1"), EVALUATIONS.claim(evaluation.pk, "b:2")
     evaluation.refresh_from_db()
     assert first and second is None
     assert (evaluation.status, evaluation.attempts, evaluation.worker, evaluation.claim_token) == (
@@ -85,7 +87,7 @@ def test_one_users_backlog_does_not_block_another_users_single_submission(owner,
     backlog = [make_evaluation(make_submission(owner)) for _ in range(20)]
     make_evaluation(make_submission(owner), status="scored", started_at=timezone.now())
     newcomer = make_evaluation(make_submission(collaborator))
-    order = pipeline.fair_queue()
+    order = scoring.fair_queue()
     assert order[0] == newcomer.pk
     assert order[1:] == [evaluation.pk for evaluation in backlog]
 
@@ -95,7 +97,7 @@ def test_rescoring_waits_behind_users_submissions(owner, collaborator):
     """An older rescore evaluation still runs after a newer user submission."""
     rescore = make_evaluation(make_submission(owner), is_rescore=True, priority=9)
     user = make_evaluation(make_submission(collaborator))
-    assert pipeline.fair_queue() == [user.pk, rescore.pk]
+    assert scoring.fair_queue() == [user.pk, rescore.pk]
 
 
 @pytest.mark.django_db
@@ -103,10 +105,10 @@ def test_run_next_skips_an_evaluation_another_worker_took(owner, fake_evaluator,
     """When the first candidate was claimed meanwhile, the worker moves on to the next one."""
     taken, free = make_evaluation(make_submission(owner)), make_evaluation(make_submission(owner))
     ran = []
-    monkeypatch.setattr(pipeline, "fair_queue", lambda: [taken.pk, free.pk])
-    monkeypatch.setattr(pipeline, "run_claimed", lambda pk, token: ran.append(pk))
-    pipeline.claim(taken.pk, "other:1")
-    assert pipeline.run_next(taken.pk, "me:2") == free.pk
+    monkeypatch.setattr(scoring, "fair_queue", lambda: [taken.pk, free.pk])
+    monkeypatch.setattr(scoring, "run_claimed", lambda pk, token: ran.append(pk))
+    EVALUATIONS.claim(taken.pk, "other:1")
+    assert scoring.run_next(taken.pk, "me:2") == free.pk
     assert ran == [free.pk]
 
 
@@ -136,8 +138,8 @@ def test_saving_a_task_result_twice_keeps_one_row(owner, imported_sample):
     """Results are written idempotently: a retried job overwrites, never duplicates."""
     evaluation = make_evaluation(make_submission(owner))
     task = imported_sample[0]
-    jobs.save_task_result(evaluation, task, {"final": 0.2, "steps_passed": 1, "steps_total": 2})
-    jobs.save_task_result(evaluation, task, {"final": 0.4, "steps_passed": 2, "steps_total": 2})
+    evaluator_run.save_task_result(evaluation, task, {"final": 0.2, "steps_passed": 1, "steps_total": 2})
+    evaluator_run.save_task_result(evaluation, task, {"final": 0.4, "steps_passed": 2, "steps_total": 2})
     assert list(TaskResult.objects.filter(evaluation=evaluation).values_list("final", flat=True)) == [0.4]
 
 
@@ -145,9 +147,9 @@ def test_saving_a_task_result_twice_keeps_one_row(owner, imported_sample):
 def test_a_stale_claim_cannot_finish_the_evaluation(owner, imported_sample):
     """Scores arriving under a claim that no longer holds are not stored as the outcome."""
     evaluation = make_evaluation(make_submission(owner))
-    pipeline.claim(evaluation.pk, "a:1")
+    EVALUATIONS.claim(evaluation.pk, "a:1")
     document = {"tasks": {}, "summary": {"final": 1.0}}
-    assert not pipeline.store_scores(evaluation, "not-the-token", document, "", None)
+    assert not scoring.store_scores(evaluation, "not-the-token", document, "", None)
     evaluation.refresh_from_db()
     assert evaluation.status == "running" and evaluation.final is None
 
@@ -198,7 +200,7 @@ def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
     """SIGTERM (a machine or container shutting down) = infrastructure: re-queued while attempts remain,
     then failed, never charged."""
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "stopped")
-    settings.EVALUATION_MAX_ATTEMPTS = 2
+    settings.CLAIM_MAX_ATTEMPTS = 2
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.attempts, evaluation.claim_token) == ("queued", 1, "")
     assert fake_evaluator == [evaluation.pk]  # a new wake-up was sent
@@ -214,7 +216,7 @@ def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample
     """A hanging job is killed at the limit: failed with kind time_limit, still charged."""
     monkeypatch.setenv("FAKE_EVALUATOR_MODE", "hang")
     settings.EVALUATION_TIME_LIMIT_SECONDS = 1
-    monkeypatch.setattr(jobs, "STOP_GRACE_SECONDS", 1)
+    monkeypatch.setattr(evaluator_run, "STOP_GRACE_SECONDS", 1)
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
     assert "longer than the limit" in evaluation.failure_reason
@@ -248,17 +250,17 @@ def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sam
                                                              django_capture_on_commit_callbacks):
     """The owner cancels mid-run: the worker's next heartbeat finds no claim and stops; nothing is scored."""
     monkeypatch.setenv("FAKE_EVALUATOR_DELAY", "2")
-    beat = jobs.Job.heartbeat
+    beat = evaluator_run.EvaluatorRun.heartbeat
 
     def cancel_then_beat(job):
         if job.process is not None:
             Evaluation.objects.filter(pk=job.evaluation.pk).update(status="cancelled")
         return beat(job)
 
-    monkeypatch.setattr(jobs.Job, "heartbeat", cancel_then_beat)
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "heartbeat", cancel_then_beat)
     evaluation = queued(owner)
-    token = pipeline.claim(evaluation.pk, "n:1")
-    job = jobs.Job(evaluation, token)
+    token = EVALUATIONS.claim(evaluation.pk, "n:1")
+    job = evaluator_run.EvaluatorRun(evaluation, token)
     outcome = job.run()
     job.cleanup()
     assert outcome.status == "lost"
@@ -274,13 +276,13 @@ def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sam
 def test_the_reaper_requeues_a_running_evaluation_whose_worker_died(owner, fake_evaluator, settings,
                                                                     django_capture_on_commit_callbacks):
     """A stale heartbeat means a dead worker: the evaluation is queued again and a wake-up sent."""
-    old = timezone.now() - timedelta(seconds=settings.EVALUATION_STALE_SECONDS + 5)
+    old = timezone.now() - timedelta(seconds=settings.CLAIM_STALE_SECONDS + 5)
     dead = make_evaluation(make_submission(owner), status="running", heartbeat_at=old, attempts=1,
                            claim_token="t", dispatched_at=timezone.now())
     alive = make_evaluation(make_submission(owner), status="running", heartbeat_at=timezone.now(), attempts=1,
                             claim_token="u", dispatched_at=timezone.now())
     with django_capture_on_commit_callbacks(execute=True):
-        counts = pipeline.reap()
+        counts = reaper.reap()
     dead.refresh_from_db()
     alive.refresh_from_db()
     assert counts["queued"] == 1 and dead.status == "queued" and dead.claim_token == ""
@@ -292,11 +294,11 @@ def test_the_reaper_requeues_a_running_evaluation_whose_worker_died(owner, fake_
 def test_the_reaper_gives_up_after_the_last_attempt_without_charging(owner, fake_evaluator, settings,
                                                                      django_capture_on_commit_callbacks):
     """A worker died on the last allowed attempt: failed as infrastructure and refunded."""
-    old = timezone.now() - timedelta(seconds=settings.EVALUATION_STALE_SECONDS + 5)
+    old = timezone.now() - timedelta(seconds=settings.CLAIM_STALE_SECONDS + 5)
     evaluation = make_evaluation(make_submission(owner), status="running", heartbeat_at=old, claim_token="t",
-                                 attempts=settings.EVALUATION_MAX_ATTEMPTS)
+                                 attempts=settings.CLAIM_MAX_ATTEMPTS)
     with django_capture_on_commit_callbacks(execute=True):
-        pipeline.reap()
+        reaper.reap()
     evaluation.refresh_from_db()
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "infrastructure")
     evaluation.submission.refresh_from_db()
@@ -309,7 +311,7 @@ def test_the_reaper_resends_wake_ups_nobody_picked_up(owner, fake_evaluator, set
     never = make_evaluation(make_submission(owner))
     long_ago = make_evaluation(make_submission(owner), dispatched_at=timezone.now() - timedelta(days=1))
     make_evaluation(make_submission(owner), dispatched_at=timezone.now())
-    assert pipeline.reap()["redispatched"] == 2
+    assert reaper.reap()["redispatched"] == 2
     assert sorted(fake_evaluator) == sorted([never.pk, long_ago.pk])
 
 
@@ -322,7 +324,7 @@ def test_a_restarted_worker_node_requeues_what_it_was_running(owner, fake_evalua
     theirs = make_evaluation(make_submission(owner), status="running", worker="w10@host:12", claim_token="b",
                              heartbeat_at=timezone.now(), attempts=1)
     with django_capture_on_commit_callbacks(execute=True):
-        assert pipeline.reap_node("w1@host") == 1
+        assert reaper.reap_node("w1@host") == 1
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert (mine.status, theirs.status) == ("queued", "running")
@@ -338,7 +340,7 @@ def test_dispatch_survives_a_broker_that_refuses(owner, monkeypatch):
 
     monkeypatch.setattr(tasks.evaluate, "apply_async", refuse)
     evaluation = make_evaluation(make_submission(owner))
-    assert pipeline.dispatch(evaluation.pk) is False
+    assert dispatch.evaluation(evaluation.pk) is False
     evaluation.refresh_from_db()
     assert evaluation.status == "queued" and evaluation.dispatched_at is None
 
@@ -348,4 +350,4 @@ def test_an_owner_less_submission_is_scheduled_like_any_user(fake_evaluator):
     """Baseline rows (no owner) take part in fair ordering without errors."""
     baseline = make_evaluation(make_submission(None, kind="baseline"))
     other = make_evaluation(make_submission(make_user()))
-    assert set(pipeline.fair_queue()) == {baseline.pk, other.pk}
+    assert set(scoring.fair_queue()) == {baseline.pk, other.pk}

@@ -13,7 +13,8 @@ from django.core.cache import cache
 
 from evaluator.cli import build_parser
 from leaderboard import cache as generation_cache
-from leaderboard import jobs, notifications, pipeline
+from leaderboard import notifications
+from leaderboard.worker import evaluator_run, scoring
 from tests.leaderboard.factories import make_entry, make_queued_evaluation, make_submission
 
 pytestmark = pytest.mark.django_db
@@ -26,11 +27,11 @@ def fresh_cache():
 
 def test_a_finished_scoring_leaves_the_default_views_cached_for_the_first_reader(
         client, owner, django_assert_max_num_queries):
-    """After _finished the leaderboard of each split and its API page are built for the new generation."""
+    """After finished the leaderboard of each split and its API page are built for the new generation."""
     make_entry(owner, model_name="Warm-VL", final=0.61, split="test")
     evaluation = make_entry(owner, model_name="Just-Scored", final=0.7, split="test")
     before = generation_cache.get_generation()
-    pipeline._finished(evaluation.pk)
+    scoring.finished(evaluation.pk)
     assert generation_cache.get_generation() == before + 1
     assert mail.outbox and "Just-Scored" in mail.outbox[0].subject + mail.outbox[0].body
     with django_assert_max_num_queries(0):
@@ -49,10 +50,10 @@ def test_a_cache_outage_after_a_scoring_never_fails_it(owner, monkeypatch, caplo
 
     told = []
     monkeypatch.setattr(generation_cache, "bump_generation", broken)
-    monkeypatch.setattr(pipeline, "warm_leaderboard", broken)
+    monkeypatch.setattr(scoring, "warm_leaderboard", broken)
     monkeypatch.setattr(notifications, "evaluation_finished", told.append)
-    with caplog.at_level(logging.ERROR, logger="leaderboard.pipeline"):
-        pipeline._finished(evaluation.pk)
+    with caplog.at_level(logging.ERROR, logger="leaderboard.worker.scoring"):
+        scoring.finished(evaluation.pk)
     assert told == [evaluation.pk]
     assert "cache invalidation failed" in caplog.text and "leaderboard warm-up failed" in caplog.text
 
@@ -60,7 +61,7 @@ def test_a_cache_outage_after_a_scoring_never_fails_it(owner, monkeypatch, caplo
 def test_the_evaluator_gets_a_persistent_reference_ocr_cache(owner, settings):
     """The score command carries --ocr-cache under the data folder, which the evaluator's CLI accepts; an
     operator's own options come last and win."""
-    job = jobs.Job(make_queued_evaluation(make_submission(owner)), "token")
+    job = evaluator_run.EvaluatorRun(make_queued_evaluation(make_submission(owner)), "token")
     job.data_path = job.dir / "data.jsonl"
     command = job.command()
     assert command[command.index("--ocr-cache") + 1] == str(settings.DATA_DIR / "ocr-cache")
@@ -81,7 +82,7 @@ def test_container_jobs_read_the_ocr_cache_read_only_and_a_separate_container_fi
     settings.EVALUATOR_SANDBOX = "container"
     fills = []
     monkeypatch.setattr(container, "start_fill", lambda *args: fills.append(args) or True)
-    job = jobs.Job(make_queued_evaluation(make_submission(owner)), "token")
+    job = evaluator_run.EvaluatorRun(make_queued_evaluation(make_submission(owner)), "token")
     job.dir.mkdir(parents=True, exist_ok=True)
     job.data_path = job.dir / "data.jsonl"
     command = job.command()

@@ -19,11 +19,11 @@ pytest_plugins = ["tests.leaderboard.datasets"]  # dataset fixtures
 
 @pytest.fixture
 def small_quota(settings, tmp_path, monkeypatch):
-    from leaderboard import pipeline
+    from leaderboard.intake import dispatch
 
     settings.SUBMISSION_QUOTAS = {"dev": 2, "test": 1}
     settings.MEDIA_ROOT = tmp_path / "media"
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: True)
 
 
 @pytest.mark.django_db

@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from evaluator import scoring
 from leaderboard import ranking
+from leaderboard.board_pages import parse_sort, sorted_entries
 from leaderboard.cache import bump_generation
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.submissions import PAPER_PROTOCOL, pack_task_finals, stored_task_finals, unpack_task_finals
-from leaderboard.views.rankings import parse_sort, sorted_entries
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry, make_evaluation, make_submission, make_task, make_task_set
 
@@ -168,9 +168,9 @@ def test_the_stated_resample_counts_are_the_ones_used():
     """The interval resamples named on the site are bootstrap_ci's default, which the pipeline uses."""
     default = inspect.signature(scoring.bootstrap_ci).parameters["n_resamples"].default
     assert ranking.CI_RESAMPLES == default
-    from leaderboard import pipeline
+    from leaderboard.worker import scoring as worker_scoring
 
-    assert "bootstrap_ci([s[name] for s in scores])" in inspect.getsource(pipeline.confidence_intervals)
+    assert "bootstrap_ci([s[name] for s in scores])" in inspect.getsource(worker_scoring.confidence_intervals)
 
 
 def test_rank_ranges_come_from_a_paired_bootstrap_of_per_task_finals(tasks):
@@ -238,9 +238,9 @@ LEVEL_RESULTS = {  # per task: the evaluator's scores; "d" failed, so every scor
 def test_every_score_gets_its_bootstrap_interval_at_scoring_time():
     """Low-level and High-level get intervals like Final, IFS and VFS: bootstrap_ci over the tasks' values,
     a failed task counting 0."""
-    from leaderboard import pipeline
+    from leaderboard.worker import scoring as worker_scoring
 
-    fields = pipeline.confidence_intervals(LEVEL_RESULTS)
+    fields = worker_scoring.confidence_intervals(LEVEL_RESULTS)
     for name in ranking.SCORE_FIELDS:
         values = [0.0 if result.get("error") else result[name] for result in LEVEL_RESULTS.values()]
         expected = scoring.bootstrap_ci(values, n_resamples=ranking.CI_RESAMPLES, seed=0)
@@ -351,15 +351,16 @@ def test_the_migration_packs_evaluations_scored_before_it(tasks):
 
 def test_the_pipeline_packs_the_stored_finals_when_it_scores(owner):
     """store_scores saves each task's Final on the evaluation too, exactly as the task results hold it."""
-    from leaderboard import pipeline
+    from leaderboard.worker import scoring as worker_scoring
+    from leaderboard.worker.claims import EVALUATIONS
 
     task_set = make_task_set()
     tasks = {key: make_task(task_set, key=key, split="dev") for key in ("a", "b", "c")}
     evaluation = make_evaluation(make_submission(owner, split="dev"))
-    token = pipeline.claim(evaluation.pk, "test-node:1")
+    token = EVALUATIONS.claim(evaluation.pk, "test-node:1")
     document = {"tasks": {"a": {"final": 0.25, "ifs": 0.2, "vfs": 0.4}, "c": {"final": 0.75, "ifs": 0.7, "vfs": 0.9}},
                 "summary": {"final": 1 / 3, "ifs": 0.3, "vfs": 0.43, "n_tasks": 3}}
-    assert pipeline.store_scores(evaluation, token, document, "", None)
+    assert worker_scoring.store_scores(evaluation, token, document, "", None)
     evaluation.refresh_from_db()
     task_ids, finals = unpack_task_finals(evaluation.task_finals)
     assert task_ids.tolist() == sorted([tasks["a"].pk, tasks["c"].pk]) and finals.tolist() == [0.25, 0.75]

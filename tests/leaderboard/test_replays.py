@@ -258,12 +258,12 @@ def test_one_rule_keeps_held_out_baselines_pages_from_replays_and_previews(kind,
     and the dev split's baselines, are shown to whoever may open them."""
     from django.contrib.auth.models import AnonymousUser
 
-    from leaderboard import previews, submissions
+    from leaderboard import access, previews
     from tests.leaderboard.factories import make_submission
 
     submission = make_submission(None, kind=kind, split=split, bundle="bundles/x.zip")
-    assert submissions.reveals_ground_truth(submission) is hidden
+    assert access.reveals_ground_truth(submission) is hidden
     for reader in (AnonymousUser(), outsider):
-        assert submissions.shows_pages(reader, submission) is not hidden
+        assert access.shows_pages(reader, submission) is not hidden
         assert previews.allowed(submission, previews.audience(reader, submission)) is not hidden
-    assert submissions.shows_pages(staff, submission) and previews.allowed(submission, previews.STAFF)
+    assert access.shows_pages(staff, submission) and previews.allowed(submission, previews.STAFF)

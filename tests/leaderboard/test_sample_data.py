@@ -19,10 +19,12 @@ from django.core.management import CommandError, call_command
 
 from evaluator.baselines import EMPTY_PAGE, KINDS
 from evaluator.protocols import get_protocol
-from leaderboard import pipeline
+from leaderboard.intake import dispatch
 from leaderboard.management.commands.load_paper_results import DEFAULT_FILE, read_rows
 from leaderboard.models import Evaluation, Submission, Task, TaskSet
 from leaderboard.models.submissions import PAPER_PROTOCOL
+from leaderboard.worker import scoring
+from leaderboard.worker.claims import EVALUATIONS
 from tests.leaderboard.factories import make_entry
 
 pytest_plugins = ["tests.leaderboard.datasets"]  # tiny_video, tasks_root
@@ -61,7 +63,7 @@ def benchmark(tmp_path, tiny_video, tasks_root, settings):
 def dispatched(monkeypatch) -> list[int]:
     """Evaluation ids whose wake-up was sent to the workers."""
     sent = []
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: sent.append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: sent.append(evaluation_id) or True)
     return sent
 
 
@@ -255,9 +257,9 @@ def test_a_queued_baseline_scored_by_the_real_evaluator_is_a_labelled_row_of_its
     make_entry(owner, model_name="Some model", split="dev",
                protocol=get_protocol("iwr-det").full_name, final=0.3)
     evaluation = Evaluation.objects.get(submission__split="dev", submission__model_name=KINDS["reference"])
-    token = pipeline.claim(evaluation.pk, "test-node:1")
+    token = EVALUATIONS.claim(evaluation.pk, "test-node:1")
     with django_capture_on_commit_callbacks(execute=True):
-        pipeline.run_claimed(evaluation.pk, token)
+        scoring.run_claimed(evaluation.pk, token)
     evaluation.refresh_from_db()
     assert evaluation.status == "scored", evaluation.failure_reason + evaluation.log[-2000:]
     assert evaluation.final > 0.5 and evaluation.task_results.count() == 1

@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from leaderboard import pipeline
+from leaderboard.intake import dispatch
 from leaderboard.models import Evaluation, Submission
 from tests.leaderboard.base import logged_in
 from tests.leaderboard.factories import make_bundle_submission, make_queued_evaluation, make_task_result
@@ -43,7 +43,7 @@ def fields(**overrides) -> dict:
 def sent(monkeypatch):
     """Wake-ups sent to workers (instead of a broker)."""
     calls = []
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls.append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: calls.append(evaluation_id) or True)
     return calls
 
 
@@ -158,12 +158,12 @@ def test_an_upload_made_by_the_page_script_gets_json(client, owner, imported_sam
 @pytest.mark.django_db
 def test_if_storing_fails_no_file_and_no_row_remain(client, owner, imported_sample, media, monkeypatch):
     """A failure after the file was written (creating the evaluation) removes the file and rolls back."""
-    from leaderboard import submissions
+    from leaderboard.intake import bundles
 
     def broken(*args, **kwargs):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(submissions, "queue_evaluation", broken)
+    monkeypatch.setattr(bundles, "queue_evaluation", broken)
     client.raise_request_exception = True
     with pytest.raises(RuntimeError):
         logged_in(client, owner).post("/submit/", {**fields(), "bundle": upload(zip_bytes({"101/index.html": PAGE}))})

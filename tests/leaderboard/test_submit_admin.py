@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard import pipeline
 from leaderboard.cache import get_generation
+from leaderboard.intake import dispatch
 from leaderboard.models import Evaluation
 from tests.leaderboard.base import logged_in
 from tests.leaderboard.factories import make_bundle_submission, make_queued_evaluation, make_submission
@@ -20,7 +20,7 @@ PAGE = "<html><body>page</body></html>"
 def sent(monkeypatch, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     calls = []
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls.append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: calls.append(evaluation_id) or True)
     return calls
 
 

@@ -17,8 +17,10 @@ from django.db import OperationalError, connection
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from rest_framework.authtoken.models import Token
 
-from leaderboard import jobs, pipeline, submissions, uploads
+from leaderboard import uploads
+from leaderboard.intake import bundles, dispatch
 from leaderboard.models import Submission
+from leaderboard.worker import evaluator_run
 from tests.leaderboard.base import PASSWORD, logged_in, make_user
 from tests.leaderboard.factories import make_queued_evaluation, make_submission
 
@@ -75,7 +77,7 @@ def form_body(bundle: bytes, **fields) -> bytes:
 @pytest.fixture
 def sent(monkeypatch):
     calls = []
-    monkeypatch.setattr(pipeline, "dispatch", lambda evaluation_id: calls.append(evaluation_id) or True)
+    monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: calls.append(evaluation_id) or True)
     return calls
 
 
@@ -192,23 +194,22 @@ def test_storing_a_bundle_holds_no_write_transaction(owner, imported_sample, med
         return original(name, content, *args, **kwargs)
 
     monkeypatch.setattr(default_storage, "save", save)
-    form = submissions.SubmissionForm({"split": "dev", "protocol": "iwr-det", "model_name": "M"},
+    form = bundles.SubmissionForm({"split": "dev", "protocol": "iwr-det", "model_name": "M"},
                                       {"bundle": SimpleUploadedFile("b.zip", zip_bytes({"101/index.html": PAGE}))},
                                       user=owner)
     assert form.is_valid(), form.errors
-    submissions.accept(form, owner)
+    bundles.accept(form, owner)
     assert seen == [0]
 
 
 def test_the_heartbeat_skips_a_beat_while_the_database_is_locked(owner, monkeypatch, caplog):
     evaluation = make_queued_evaluation(make_submission(owner), status="running", claim_token="tok")
-    job = jobs.Job(evaluation, "tok")
+    job = evaluator_run.EvaluatorRun(evaluation, "tok")
 
-    class Locked:
-        def update(self, **fields):
-            raise OperationalError("database is locked")
+    def locked(self, *args, **fields):
+        raise OperationalError("database is locked")
 
-    monkeypatch.setattr(jobs, "holding", lambda *args: Locked())
+    monkeypatch.setattr(type(evaluator_run.EVALUATIONS), "beat", locked)
     assert job.heartbeat() is True
     assert "heartbeat skipped (database is locked)" in caplog.text
     monkeypatch.undo()

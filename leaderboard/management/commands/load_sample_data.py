@@ -48,7 +48,7 @@ class Command(BaseCommand):
         call_command("load_paper_results", stdout=self.stdout)
         if no_baselines:
             return
-        from leaderboard.baselines import queue_baselines
+        from leaderboard.intake.baselines import queue_baselines
 
         for split, data in datasets.items():
             queued = queue_baselines(split, data)

@@ -9,6 +9,7 @@ has a live (queued, running or scored) evaluation of it.
 from __future__ import annotations
 
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from django.core.files import File
@@ -17,6 +18,8 @@ from django.db import transaction
 from evaluator.baselines import KINDS, build_baselines
 from evaluator.bundle import make_bundle_zip
 from evaluator.protocols import get_protocol
+from leaderboard.intake import dispatch
+from leaderboard.intake.evaluations import queue_evaluation
 from leaderboard.models import Evaluation, Submission
 
 ORGANISATION = "IWR-Bench maintainers"
@@ -36,9 +39,6 @@ def needs_scoring(split: str, kind: str, protocol) -> bool:
 def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det") -> list[Evaluation]:
     """Build and queue the baselines of ``split`` that are not scored under the protocol yet (a kind
     with no page at all, such as reference pages of tasks without reference data, is left out)."""
-    from leaderboard import pipeline
-    from leaderboard.submissions import queue_evaluation
-
     protocol = get_protocol(protocol_name)
     kinds = [kind for kind in KINDS if needs_scoring(split, kind, protocol)]
     if not kinds:
@@ -54,7 +54,7 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
             with transaction.atomic():
                 submission = existing(split, kind) or _create(split, kind, zipped)
                 evaluation = queue_evaluation(submission, protocol)
-                transaction.on_commit(lambda pk=evaluation.pk: pipeline.dispatch(pk))
+                transaction.on_commit(partial(dispatch.evaluation, evaluation.pk))
             queued.append(evaluation)
     return queued
 

@@ -1,14 +1,14 @@
-"""One claimed evaluation's job: its directory, the evaluator process, its live results.
+"""The evaluator run of one claimed evaluation: its job folder, the evaluator process, its live results.
 
-:mod:`leaderboard.pipeline` claims an evaluation and runs it as a :class:`Job`, which
+:mod:`leaderboard.worker.scoring` claims an evaluation and runs it as an :class:`EvaluatorRun`, which
 
 - builds the job directory: the extracted bundle and the split's task data, read-only;
 - runs the evaluator CLI on it as a child process in its own process group (directly, in the
-  evaluator's sandbox, or in a fresh container: :meth:`Job.command`), with a reference OCR
+  evaluator's sandbox, or in a fresh container: :meth:`EvaluatorRun.command`), with a reference OCR
   cache kept between jobs;
 - saves every task result the evaluator reports at once (idempotent) and beats the heart while
   the claim holds; it stops the evaluator when the claim is gone or the time limit has passed;
-- ends in an :class:`Outcome` (scored, failed, retry or lost) for the pipeline to store, with
+- ends in an :class:`Outcome` (scored, failed, retry or lost) for scoring to store, with
   the evaluator log scrubbed of held-out ground truth (:mod:`leaderboard.secrecy`).
 """
 
@@ -29,15 +29,15 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import OperationalError
-from django.utils import timezone
 
 from leaderboard.models import Evaluation, Task, TaskResult
+from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
 from leaderboard.secrecy import scrub, split_secrets
+from leaderboard.tasksets import split_tasks, write_job_dataset
+from leaderboard.worker.claims import EVALUATIONS
 
 log = logging.getLogger(__name__)
-Status = Evaluation.Status
 Kind = Evaluation.FailureKind
-SCORE_FIELDS = ("ifs", "vfs", "final", "low_level", "high_level")
 POLL_SECONDS = 0.25
 STOP_GRACE_SECONDS = 10
 LOG_LIMIT_CHARS = 200_000
@@ -62,17 +62,11 @@ class Outcome:
         return cls("retry", Kind.INFRASTRUCTURE, reason)
 
 
-# --------------------------------------------------------------------------- claims and task results
-
-
-def holding(evaluation: Evaluation, token: str):
-    """The evaluation's row, only while this claim still holds it."""
-    return Evaluation.objects.filter(pk=evaluation.pk, status=Status.RUNNING, claim_token=token)
+# --------------------------------------------------------------------------- task results
 
 
 def job_tasks(evaluation: Evaluation) -> dict[str, Task]:
-    from leaderboard.submissions import split_tasks
-
+    """The tasks an evaluation is scored on, by key."""
     return {task.key: task for task in split_tasks(evaluation.submission.split)}
 
 
@@ -92,11 +86,11 @@ def save_task_result(evaluation: Evaluation, task: Task, result: dict) -> TaskRe
     return row
 
 
-# --------------------------------------------------------------------------- the job
+# --------------------------------------------------------------------------- the run
 
 
-class Job:
-    """One claimed evaluation: job directory, evaluator process, live results."""
+class EvaluatorRun:
+    """One claimed evaluation's run of the evaluator: job directory, evaluator process, live results."""
 
     def __init__(self, evaluation: Evaluation, token: str):
         self.evaluation = evaluation
@@ -123,8 +117,6 @@ class Job:
         """Build the job directory; an Outcome when the job cannot run at all."""
         from evaluator.bundle import BundleError, extract_bundle
         from evaluator.protocols import get_protocol
-        from leaderboard.submissions import copy_bundle
-        from leaderboard.tasksets import write_job_dataset
 
         try:
             get_protocol(self.evaluation.protocol)
@@ -204,7 +196,7 @@ class Job:
                 if not self.heartbeat():
                     self.stop()
                     return Outcome("lost")
-                next_beat = now + settings.EVALUATION_HEARTBEAT_SECONDS
+                next_beat = now + settings.CLAIM_HEARTBEAT_SECONDS
             returncode = self.process.poll()
             if returncode is not None:
                 self.collect()
@@ -218,8 +210,7 @@ class Job:
         """False once the claim is gone. A database locked past its timeout (a long write elsewhere)
         skips this beat: the reaper's staleness limit is many beats long."""
         try:
-            return bool(holding(self.evaluation, self.token).update(heartbeat_at=timezone.now(),
-                                                                      tasks_done=len(self.saved)))
+            return EVALUATIONS.beat(self.evaluation.pk, self.token, tasks_done=len(self.saved))
         except OperationalError as exc:
             log.warning("evaluation %s: heartbeat skipped (%s)", self.evaluation.pk, exc)
             return True
