@@ -40,8 +40,6 @@ def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, 
     if returncode < 0 and -returncode in STOP_SIGNALS:
         return "retry", Kind.INFRASTRUCTURE, f"the evaluator was stopped by signal {-returncode}"
     if "time limit" in last_line:
-        from leaderboard.worker.evaluator_run import time_limit_reason
-
         return "failed", Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS)
     if returncode < 0:
         what = f"was killed by signal {-returncode} (a crash, or the system running out of memory)"
@@ -50,3 +48,8 @@ def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, 
     detail = f" Last message: {last_line[:300]}" if last_line else ""
     return "failed", Kind.PAGE, (f"The evaluator {what} while scoring your pages. {CHARGED_NOTE} Maintainers "
                                  f"can see the log and give the slot back when the fault was ours.{detail}")
+
+
+def time_limit_reason(limit: int) -> str:
+    return (f"Scoring took longer than the limit of {limit // 60} min {limit % 60} s and was stopped. "
+            "A page that never settles (endless scripts, huge layouts) is the usual cause; check the log.")

@@ -30,6 +30,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import OperationalError
 
+from leaderboard.heldout import failed_run, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
 from leaderboard.secrecy import scrub, split_secrets
@@ -267,8 +268,6 @@ class EvaluatorRun:
         return keys
 
     def outcome(self, returncode: int) -> Outcome:
-        from leaderboard.heldout import failed_run
-
         if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
             oom = bool(self.container_name) and self.container_oom_killed()
             return Outcome(*failed_run(returncode, self.log_tail(), oom))
@@ -310,11 +309,6 @@ def container_limits():
 
     return ContainerLimits(memory=settings.EVALUATOR_MEMORY, cpus=settings.EVALUATOR_CPUS,
                            pids=settings.EVALUATOR_PIDS, wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS)
-
-
-def time_limit_reason(limit: int) -> str:
-    return (f"Scoring took longer than the limit of {limit // 60} min {limit % 60} s and was stopped. "
-            "A page that never settles (endless scripts, huge layouts) is the usual cause; check the log.")
 
 
 # --------------------------------------------------------------------------- helpers

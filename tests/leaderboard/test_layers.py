@@ -1,11 +1,13 @@
 """The leaderboard package reads one way: each module imports only from its own layer or below,
 and no modules import each other in a circle (function-level imports included).
 
-    0 foundations  models, env, cache, crypto, secrecy, checks, the Celery app
-    1 rules, reads access, quotas, tasksets, ranking, exports, charts, notifications, previews, board_pages
+    0 foundations  models, env, cache, crypto, secrecy, checks, the Celery app, web-tier settings
+    1 rules, reads access, quotas, tasksets, ranking, exports, charts, notifications, previews, board_pages,
+                   accounts, held-out charging, file serving, mail
     2 intake       forms, accepting, cancelling, rescoring, status payloads, dispatch (leaderboard/intake/)
     3 worker       claims, evaluator run, scoring, generating, reaper (leaderboard/worker/)
-    4 adapters     Celery tasks, views, API, admin, management commands, urls, settings
+    4 adapters     Celery tasks, views, API, admin, management commands, urls, settings, middleware
+                   (security headers, the upload gate), throttles
 
 Imports of ``evaluator.*`` are not leaderboard layers (the evaluator sits below all of them).
 """
@@ -20,15 +22,18 @@ PACKAGE = ROOT / "leaderboard"
 
 LAYERS = {
     0: ("leaderboard", "leaderboard.models", "leaderboard.env", "leaderboard.cache", "leaderboard.crypto",
-        "leaderboard.secrecy", "leaderboard.checks", "leaderboard.celery", "leaderboard.health"),
+        "leaderboard.secrecy", "leaderboard.checks", "leaderboard.celery", "leaderboard.health",
+        "leaderboard.websettings"),
     1: ("leaderboard.access", "leaderboard.quotas", "leaderboard.tasksets", "leaderboard.ranking",
         "leaderboard.exports", "leaderboard.charts", "leaderboard.notifications", "leaderboard.previews",
-        "leaderboard.board_pages"),
+        "leaderboard.board_pages", "leaderboard.accounts", "leaderboard.heldout", "leaderboard.serving",
+        "leaderboard.mail"),
     2: ("leaderboard.intake",),
     3: ("leaderboard.worker",),
     4: ("leaderboard.tasks", "leaderboard.views", "leaderboard.api", "leaderboard.admin", "leaderboard.management",
         "leaderboard.urls", "leaderboard.settings", "leaderboard.wsgi", "leaderboard.apps",
-        "leaderboard.context_processors", "leaderboard.migrations"),
+        "leaderboard.context_processors", "leaderboard.migrations", "leaderboard.security", "leaderboard.uploads",
+        "leaderboard.throttles"),
 }
 
 
