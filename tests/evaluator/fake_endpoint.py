@@ -118,18 +118,28 @@ class FakeEndpoint:
     """The server; ``requests`` lists what it received, ``base_url`` is where it listens (…/v1)."""
 
     def __init__(self, script: list[Reply] | None = None, *, reasoning: bool = False, sse: bool = False,
-                 event_gap: float = 0.0, gateway_idle: float | None = None, host: str = "127.0.0.1"):
+                 event_gap: float = 0.0, gateway_idle: float | None = None, host: str = "127.0.0.1",
+                 tls=None):
         self.script = list(script or [])
         self.reasoning, self.sse, self.event_gap, self.gateway_idle = reasoning, sse, event_gap, gateway_idle
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, 0), self._handler_class())
         self._server.daemon_threads = True
+        self.tls = tls  # an ssl.SSLContext (server side): the endpoint speaks https
+        self.server_names: list[str | None] = []  # the TLS server name (SNI) each connection asked for
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, context: self.server_names.append(name)
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
 
     def __enter__(self) -> FakeEndpoint:
         self._thread.start()

@@ -190,3 +190,57 @@ def test_one_line_removes_keys_controls_and_length():
     line = one_line("a\x1b[31m\tb Bearer abc.def " + "A1" * 20 + " api_0123456789abcdef", "", 60)
     assert line == "a [31m b Bearer [redacted] [redacted] [redacted]"
     assert len(one_line("yes " * 500, "", 50)) == 50
+
+
+def certificate(tmp_path, name: str):
+    """A self-signed certificate for ``name``: (server context, client context trusting it)."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    client = ssl.create_default_context(cafile=str(cert_file))
+    return server, client
+
+
+@pytest.mark.parametrize("certified", ["model.test", "other.test"])
+def test_https_to_the_checked_address_sends_the_name_for_sni_and_checks_the_certificate_against_it(
+        data, tmp_path, monkeypatch, certified):
+    """Connecting to the resolved address does not weaken TLS: the server sees the host name (SNI) and the
+    certificate must be valid for that name; the key goes over it."""
+    from evaluator.generation import transport
+
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: real(
+        "127.0.0.1" if host == "model.test" else host, port, *a, **k))
+    server_tls, client_tls = certificate(tmp_path, certified)
+    monkeypatch.setattr(transport, "tls_context", lambda: client_tls)
+    with FakeEndpoint(tls=server_tls) as endpoint:
+        cfg = config(endpoint, base_url=f"https://model.test:{endpoint.port}/v1", allow_plain_http=False)
+        report = run(data, tmp_path / "out", cfg, task_keys=["1"])
+    assert endpoint.server_names[:1] == ["model.test"]
+    outcome = report["tasks"]["1"]
+    if certified == "model.test":
+        assert outcome["status"] == "ok", outcome["reason"]
+        assert endpoint.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+    else:
+        assert outcome["status"] == "failed" and endpoint.requests == []
+        assert "TLS certificate is not valid for model.test" in outcome["reason"]
