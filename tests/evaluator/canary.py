@@ -50,10 +50,17 @@ class Inspection:
     sandboxed: set[int] = field(default_factory=set)  # in a mount namespace other than ours
     browsers: set[int] = field(default_factory=set)   # Chromium processes
     roots_checked: int = 0
+    browser_userns: set[str] = field(default_factory=set)  # user namespaces Chromium's processes are in
+    seccomp_browsers: set[int] = field(default_factory=set)  # Chromium processes under a seccomp filter
 
     def summary(self) -> str:
         return (f"{self.environs} environments read, {len(self.sandboxed)} sandboxed and {len(self.browsers)} "
-                f"browser processes, {self.roots_checked} roots checked; leaks: {self.leaks[:10]}")
+                f"browser processes ({len(self.browser_userns)} user namespaces, {len(self.seccomp_browsers)} "
+                f"filtered), {self.roots_checked} roots checked; leaks: {self.leaks[:10]}")
+
+    def chromium_sandboxed(self) -> bool:
+        """Chromium's own sandbox is on: some of its processes in user namespaces of their own, seccomp-filtered."""
+        return len(self.browser_userns) >= 2 and bool(self.seccomp_browsers)
 
 
 def descendants(root: int) -> list[int]:
@@ -89,11 +96,22 @@ def inspect_process(pid: int, seen: Inspection, hidden: list[Path], done: set[in
         seen.sandboxed.add(pid)
     if "chromium" in cmdline or "chrome" in cmdline:
         seen.browsers.add(pid)
+        _note_browser_sandbox(pid, seen)
     if pid in done:
         return
     done.add(pid)
     if pid in seen.sandboxed:
         _check_root(pid, name, seen, hidden)
+
+
+def _note_browser_sandbox(pid: int, seen: Inspection) -> None:
+    try:
+        seen.browser_userns.add(os.readlink(f"/proc/{pid}/ns/user"))
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return
+    if "Seccomp:\t2" in status:
+        seen.seccomp_browsers.add(pid)
 
 
 def _check_root(pid: int, name: str, seen: Inspection, hidden: list[Path]) -> None:
@@ -116,12 +134,16 @@ def _check_root(pid: int, name: str, seen: Inspection, hidden: list[Path]) -> No
             seen.leaks.append(f"{path} exists in {pid} ({name})")
 
 
-def watch(proc: subprocess.Popen, hidden: list[Path], timeout: float, include_root: bool = False) -> Inspection:
-    """Inspect every descendant of ``proc`` (and ``proc`` itself with ``include_root``) until it ends."""
+def watch(proc: subprocess.Popen, hidden: list[Path], timeout: float, root_pid=None) -> Inspection:
+    """Inspect the job's processes until ``proc`` ends: the descendants of ``proc``, or with ``root_pid``
+    (a function returning the job's first process, or None while it has not started) that process and
+    its descendants (a container's processes are not the engine client's children)."""
     seen, done = Inspection(), set()
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
-        for pid in ([proc.pid] if include_root else []) + descendants(proc.pid):
+        first = root_pid() if root_pid else proc.pid
+        pids = ([first] if root_pid else []) + descendants(first) if first else []
+        for pid in pids:
             inspect_process(pid, seen, hidden, done)
         time.sleep(0.05)
     return seen

@@ -62,6 +62,7 @@ def test_a_scored_job_holds_no_secret_and_sees_no_secret_file(tmp_path: Path):
     assert seen.leaks == [], seen.summary()
     assert seen.sandboxed and seen.browsers and seen.browsers & seen.sandboxed, seen.summary()
     assert seen.roots_checked >= 2, seen.summary()
+    assert seen.chromium_sandboxed(), seen.summary()  # Chromium's own sandbox works inside bubblewrap
     # The job really scored the page, and its output passes the checks a worker applies.
     results = read_results(out / "results.json", load_dataset(data).tasks)
     assert results["tasks"]["1"]["ifs"] == 1.0 and json.loads(stdout.decode().splitlines()[-1])["n_tasks"] == 1
