@@ -72,6 +72,28 @@ def job_environment(home: str, tmpdir: str, sandbox: str, source: Mapping[str, s
     return env
 
 
+# What the scoring command itself (the launcher, outside the sandbox) reads besides the job's settings.
+LAUNCHER_ENV: dict[str, str] = {
+    "IWR_SANDBOX": "which sandbox backend the score command uses",
+    "IWR_ALLOW_UNSANDBOXED": "development only: permits the unsandboxed backend",
+    "DOCKER_HOST": "the container engine the container backend talks to (an address, not a credential)",
+}
+
+
+def launcher_environment(tmpdir: str, source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment to start ``python -m evaluator score`` with: the job's allow-list plus
+    :data:`LAUNCHER_ENV`, with HOME and TMPDIR at ``tmpdir``; nothing secret of the caller's.
+
+    The launcher runs outside the sandbox (it checks the inputs and fills the OCR cache), but it
+    reads the untrusted bundle, so it holds no secret either.
+    """
+    source = os.environ if source is None else source
+    env = job_environment(tmpdir, tmpdir, "", source=source)
+    del env["IWR_SANDBOX_ACTIVE"]  # set by the sandbox for the job itself: the launcher must not skip it
+    env.update({name: source[name] for name in LAUNCHER_ENV if name in source and safe_value(source[name])})
+    return env
+
+
 def browser_environment(home: str, tmpdir: str) -> dict[str, str]:
     """Chromium's environment: locale, timezone, PATH and its own private HOME and TMPDIR."""
     env = {name: value for name, (value, _why) in FIXED_ENV.items() if name in BROWSER_ENV}
@@ -84,7 +106,7 @@ def safe_value(value: str) -> bool:
 
 def check_environment(env: Mapping[str, str]) -> None:
     """Raise IsolationError when a name is off the allow-lists, looks secret, or a value holds a credential."""
-    allowed = set(FIXED_ENV) | set(PASSED_ENV) | set(JOB_ENV)
+    allowed = set(FIXED_ENV) | set(PASSED_ENV) | set(JOB_ENV) | set(LAUNCHER_ENV)
     for name, value in env.items():
         if name not in allowed:
             raise IsolationError(f"environment variable {name} is not on the job's allow-list")

@@ -27,8 +27,17 @@ def test_the_job_environment_is_the_allow_list_whatever_the_caller_holds():
     assert set(browser) == {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR"}
 
 
+def test_the_launcher_environment_holds_nothing_secret_and_does_not_claim_a_sandbox():
+    source = {**SECRET_ENV, "IWR_SANDBOX": "bubblewrap", "DOCKER_HOST": "unix:///run/docker.sock", "HOME": "/root"}
+    env = isolation.launcher_environment("/tmp/x", source=source)
+    assert CANARY not in repr(env) and "IWR_SANDBOX_ACTIVE" not in env
+    assert env["IWR_SANDBOX"] == "bubblewrap" and env["DOCKER_HOST"] == "unix:///run/docker.sock"
+    assert env["HOME"] == env["TMPDIR"] == "/tmp/x" and env["PYTHONPATH"] == str(ROOT)
+
+
 def test_every_allow_list_entry_has_a_reason_and_secrets_are_refused():
-    for reasons in (isolation.PASSED_ENV, isolation.SYSTEM_PATHS, {k: v[1] for k, v in isolation.FIXED_ENV.items()}):
+    for reasons in (isolation.PASSED_ENV, isolation.SYSTEM_PATHS, isolation.LAUNCHER_ENV,
+                    {k: v[1] for k, v in isolation.FIXED_ENV.items()}):
         assert all(isinstance(why, str) and len(why) > 10 for why in reasons.values())
     with pytest.raises(isolation.IsolationError, match="not on the job's allow-list"):
         isolation.check_environment({"DJANGO_SECRET_KEY": "x"})
