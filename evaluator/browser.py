@@ -6,6 +6,9 @@ costs a fifth less CPU per task), or Debian's full ``chromium`` for a visible wi
 When the evaluator runs as root, Chromium runs as the unprivileged user ``iwr-sandbox``
 through a small wrapper script (generated at run time into a private temporary folder) so
 that Chromium keeps its own sandbox; otherwise it runs as the current user, sandbox on.
+Chromium's sandbox is never turned off on a scoring path: a launch without it is refused
+unless unsandboxed runs are explicitly allowed for development. Chromium gets an explicit
+environment (locale, timezone, PATH, its private HOME and TMPDIR), nothing of the caller's.
 Each task's page is opened on it by :func:`evaluator.page_session.page_session`.
 
 Everything opened is closed in reverse order in ``finally`` blocks.
@@ -27,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.isolation import browser_environment
+
 log = logging.getLogger(__name__)
 
 # Debian's real binaries, not its /usr/bin/chromium shell launcher: that adds flags that depend
@@ -39,7 +44,8 @@ log = logging.getLogger(__name__)
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 SANDBOX_USER = "iwr-sandbox"
-CONTAINER_SANDBOX_ENV = "IWR_CHROMIUM_SANDBOX"  # "0" only in docker/Dockerfile.evaluator
+# Once the way to run Chromium without its sandbox in the evaluator container; now refused (see launch).
+CONTAINER_SANDBOX_ENV = "IWR_CHROMIUM_SANDBOX"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # Node's compile cache for Playwright's driver: its 7 MB of bundled JavaScript compiles in a
@@ -132,19 +138,15 @@ class Browser:
 def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = True) -> Iterator[Browser]:
     """Start Chromium; yield a :class:`Browser`; always stop it and remove its private files.
 
-    ``sandbox=False`` turns Chromium's own sandbox off: for development only, logged loudly.
-    The evaluator container sets ``IWR_CHROMIUM_SANDBOX=0``: there the container (no network,
-    read-only, every capability dropped) is the sandbox and Chromium cannot build its own.
+    ``sandbox=False`` turns Chromium's own sandbox off: refused (BrowserError) unless unsandboxed
+    runs are allowed for development (``IWR_ALLOW_UNSANDBOXED=1``), and then logged loudly.
     ``heap_mb`` caps each renderer's JavaScript heap so memory bombs crash the page early.
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
-    if os.environ.get(CONTAINER_SANDBOX_ENV) == "0":
-        sandbox = False
-        log.info("Chromium sandbox off: this evaluator runs inside its isolated container")
-    _default_browsers_path()
-    os.environ.setdefault(NODE_COMPILE_CACHE_ENV, str(DRIVER_CACHE))
+    check_sandbox_wanted(sandbox)
+    os.environ.update(driver_settings())
     private = Path(tempfile.mkdtemp(prefix="iwr-browser-"))
     home = Path(tempfile.mkdtemp(prefix="iwr-chromium-home-"))
     try:
@@ -152,12 +154,13 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
         args = list(CHROMIUM_ARGS)
         if heap_mb:
             args.append(f"--js-flags=--max-old-space-size={int(heap_mb)}")
-        if not sandbox and os.environ.get(CONTAINER_SANDBOX_ENV) != "0":
+        if not sandbox:
             log.warning("CHROMIUM SANDBOX DISABLED (sandbox=False): development use only")
         with sync_playwright() as pw:
             try:
                 pw_browser = pw.chromium.launch(
-                    executable_path=str(executable), chromium_sandbox=sandbox, args=args, headless=headless
+                    executable_path=str(executable), chromium_sandbox=sandbox, args=args, headless=headless,
+                    env=browser_environment(str(home), str(home)),
                 )
             except PlaywrightError as exc:
                 raise BrowserError(f"Chromium did not start: {_first_line(exc)}") from exc
@@ -171,13 +174,33 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _default_browsers_path() -> None:
-    """Point Playwright at an ffmpeg for video recording unless told otherwise (evaluator.video_tool)."""
+def check_sandbox_wanted(sandbox: bool) -> None:
+    """Refuse to run Chromium without its own sandbox, saying why, unless development allows it."""
+    if os.environ.get(CONTAINER_SANDBOX_ENV) == "0":
+        raise BrowserError(f"{CONTAINER_SANDBOX_ENV}=0 would run untrusted pages in Chromium without its own "
+                           "sandbox; it is no longer supported: the evaluator container keeps Chromium's sandbox "
+                           "(docker/seccomp-evaluator.json)")
+    if not sandbox and os.environ.get("IWR_ALLOW_UNSANDBOXED") != "1":
+        raise BrowserError("Chromium without its own sandbox runs untrusted pages unconfined: refused "
+                           "(development only: set IWR_ALLOW_UNSANDBOXED=1)")
+
+
+def driver_settings() -> dict[str, str]:
+    """Where Playwright's driver finds its ffmpeg link (videos) and its compiled JavaScript.
+
+    The caller's settings when given, else the set-up's folders under ``.cache`` when they exist
+    (for ffmpeg, an installed evaluator makes its link in the user's cache: evaluator.video_tool).
+    A sandboxed job reads both, read-only (:func:`evaluator.isolation.runtime_paths`).
+    """
     from evaluator.video_tool import browsers_path
 
-    folder = browsers_path()
-    if folder is not None and "PLAYWRIGHT_BROWSERS_PATH" not in os.environ:
-        os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(folder)
+    videos = browsers_path()
+    settings = {}
+    for name, default in (("PLAYWRIGHT_BROWSERS_PATH", videos), (NODE_COMPILE_CACHE_ENV, DRIVER_CACHE)):
+        value = os.environ.get(name) or (str(default) if default is not None and default.is_dir() else "")
+        if value and Path(value).exists():
+            settings[name] = value
+    return settings
 
 
 def warm_driver_cache() -> Path:

@@ -15,7 +15,15 @@ data, no bundle, and reads nothing but the reference checkpoints.
 The container has no network at all, a read-only root filesystem with a small ``/tmp``,
 a non-root user, every capability dropped, ``no-new-privileges``, and memory (swap
 disabled), process and CPU limits; a wall-clock limit kills it. It is always removed
-afterwards, whatever happened, and the outcome says why it ended.
+afterwards, whatever happened, and the outcome says why it ended. It gets no host path but
+the job folder (and the OCR cache, read-only) and no environment variable of the dispatcher's:
+only the image's own settings and :data:`CONTAINER_ENV`.
+
+Chromium keeps its own sandbox in the container: the evaluator runs as a non-root user, and the
+seccomp profile ``docker/seccomp-evaluator.json`` lets it create the user namespaces that sandbox
+is made of (the engine's default profile forbids them), while refusing mounts and other calls no
+job needs. Where user namespaces are unavailable, :func:`run_command` refuses to start a job
+rather than run Chromium without its sandbox (:func:`chromium_sandbox_problem` says why).
 """
 
 from __future__ import annotations
@@ -34,9 +42,16 @@ DEFAULT_IMAGE = "iwr/evaluator:latest"
 OCR_CACHE_MOUNT = "/ocr-cache"
 TASK_SET = "/task-set"  # where the filling container sees the task set
 PYTHON = "/opt/venv/bin/python"  # the image's virtualenv
+SECCOMP_PROFILE = Path(__file__).resolve().parents[1] / "docker" / "seccomp-evaluator.json"
+# The only variables the dispatcher sets in a job; everything else comes from the image (Dockerfile.evaluator).
+CONTAINER_ENV = {"HOME": "/tmp"}  # noqa: S108 - the container's private tmpfs: Chromium keeps small caches in HOME
 FILL_TIME_S = 900  # a fill starts no new picture after this; the next job's fill goes on
 
 log = logging.getLogger(__name__)
+
+
+class ContainerSandboxError(RuntimeError):
+    """The container could not keep Chromium's own sandbox; the job is refused, and the message says why."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,45 @@ def engine_binary(engine: str) -> str:
     return path
 
 
+def chromium_sandbox_problem(sys_dir: Path = Path("/proc/sys")) -> str | None:
+    """Why Chromium could not build its sandbox in an evaluator container on this kernel, or None.
+
+    Chromium's sandbox is made of unprivileged user namespaces: the kernel must allow them (and
+    AppArmor must not restrict them), and the container needs this project's seccomp profile.
+    """
+    if not SECCOMP_PROFILE.is_file():
+        return f"the seccomp profile {SECCOMP_PROFILE} is missing"
+    checks = (("user/max_user_namespaces", lambda v: v > 0,
+               "user namespaces are disabled (user.max_user_namespaces=0)"),
+              ("kernel/unprivileged_userns_clone", lambda v: v == 1,
+               "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)"),
+              ("kernel/apparmor_restrict_unprivileged_userns", lambda v: v == 0,
+               "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"))
+    for name, fine, reason in checks:
+        try:
+            value = int((sys_dir / name).read_text().strip())
+        except (OSError, ValueError):
+            continue  # not a setting of this kernel: nothing restricts
+        if not fine(value):
+            return reason
+    return None
+
+
+def check_chromium_sandbox() -> None:
+    """Refuse to start a job whose Chromium would have to run without its sandbox, saying why."""
+    problem = chromium_sandbox_problem()
+    if problem:
+        raise ContainerSandboxError(f"refusing to score in a container: Chromium's own sandbox cannot work here "
+                                    f"({problem}), and untrusted pages never run without it")
+
+
 def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, engine: str = "docker",
                 ocr_cache: Path | None = None) -> list[str]:
-    """The exact ``docker run`` (or podman) command for this job, with every isolation flag."""
+    """The exact ``docker run`` (or podman) command for this job, with every isolation flag.
+
+    Raises ContainerSandboxError when Chromium could not keep its sandbox in the container.
+    """
+    check_chromium_sandbox()
     job_dir = job_dir.resolve()
     cache = ["--volume", f"{Path(ocr_cache).resolve()}:{OCR_CACHE_MOUNT}:ro"] if ocr_cache else []
     return [
@@ -150,10 +201,11 @@ def _isolation(limits: ContainerLimits) -> list[str]:
         "--shm-size", limits.shm_size,
         "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges",
+        "--security-opt", f"seccomp={SECCOMP_PROFILE}",
         "--memory", limits.memory, "--memory-swap", limits.memory,
         "--pids-limit", str(limits.pids),
         "--cpus", str(limits.cpus),
-        "--env", "HOME=/tmp",
+        *(arg for name, value in CONTAINER_ENV.items() for arg in ("--env", f"{name}={value}")),
     ]
 
 
@@ -175,7 +227,7 @@ def run_job(job_dir: Path, image: str = DEFAULT_IMAGE, limits: ContainerLimits |
     try:
         prepare_job_dir(job_dir)
         command = run_command(job_dir, image, name, limits, engine, ocr_cache)
-    except (OSError, FileNotFoundError) as exc:
+    except (OSError, FileNotFoundError, ContainerSandboxError) as exc:
         return ContainerOutcome(exit_code=None, engine_error=str(exc))
     try:
         return _run_and_inspect(command, name, limits, engine)

@@ -3,11 +3,16 @@
 Backends (chosen by name, see :data:`BACKENDS`):
 
 - ``bubblewrap`` (default): ``bwrap`` with its own network namespace (no network at all,
-  not even loopback to the host), its own pid namespace, a read-only view of the system,
-  fresh ``/tmp`` and ``/dev/shm``, and only the job's folders writable. Chromium inside
-  still runs as ``iwr-sandbox`` with its own sandbox (see :mod:`evaluator.browser`).
+  not even loopback to the host), its own pid namespace, fresh ``/tmp`` and ``/dev/shm``, and
+  only the job's folders writable. It sees only what :mod:`evaluator.isolation` lists: the
+  system directories Python and Chromium need, the interpreter, this evaluator's package and
+  the job's inputs, read-only; no ``var/``, no home folder, no ``/run`` and no host socket. Its
+  environment is cleared and rebuilt from the allow-list there; as root it keeps only the
+  capabilities needed to start Chromium as ``iwr-sandbox``, which runs with its own sandbox
+  (see :mod:`evaluator.browser`).
 - ``none``: no process sandbox. Refused unless explicitly allowed (``allow_unsandboxed``,
-  set by ``--allow-unsandboxed`` or ``IWR_ALLOW_UNSANDBOXED=1``); always logged loudly.
+  set by ``--allow-unsandboxed`` or ``IWR_ALLOW_UNSANDBOXED=1``); always logged loudly. The
+  job still gets the allow-listed environment and a private HOME and TMPDIR.
 - ``container``: the job runs in the evaluator container (docker/). Its launcher is filled
   in by the deployment: see :func:`_container_command`.
 
@@ -23,15 +28,19 @@ from __future__ import annotations
 
 import logging
 import os
+import pwd
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from evaluator import isolation
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +48,12 @@ BACKENDS = ("bubblewrap", "none", "container")
 ACTIVE_ENV = "IWR_SANDBOX_ACTIVE"  # set inside a sandboxed job: the job must not wrap itself again
 ALLOW_ENV = "IWR_ALLOW_UNSANDBOXED"
 POLL_S = 0.5
+JOB_TMP = "/tmp"  # noqa: S108 - inside bubblewrap: a fresh tmpfs of the job's own
+JOB_HOME = "/tmp/home"  # noqa: S108 - the job's private HOME, on that tmpfs
+# Capabilities root keeps inside bubblewrap: enough to start Chromium as the sandbox user and to
+# police it (setpriv, chown of its profile, kill of its renderers, cleanup of what it wrote), not
+# enough to mount, remount a read-only bind, create devices, trace or load modules.
+ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL")
 
 
 class SandboxError(RuntimeError):
@@ -126,10 +141,10 @@ def bubblewrap_problem() -> str | None:
 def _probe_bwrap() -> str | None:
     if not shutil.which("bwrap"):
         return "bwrap not installed"
-    argv = ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
-            "--proc", "/proc", "--dev", "/dev", "true"]
+    argv = ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--clearenv",
+            *isolation.system_plan().args, "--proc", "/proc", "--dev", "/dev", "/usr/bin/true"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, env={})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap probe failed: {exc}"
     if done.returncode != 0:
@@ -139,26 +154,58 @@ def _probe_bwrap() -> str | None:
 
 
 def bwrap_command(argv: Sequence[str], writable: Sequence[Path], cwd: Path | None = None,
-                  readable: Sequence[Path] = ()) -> list[str]:
-    """``argv`` wrapped in bubblewrap: no network, own pids, read-only system, ``writable`` bound rw.
+                  readable: Sequence[Path] = (), env: dict[str, str] | None = None,
+                  accounts: Path | None = None) -> list[str]:
+    """``argv`` wrapped in bubblewrap: no network, own pids, only the listed paths, ``writable`` bound rw.
 
-    ``readable`` paths are bound read-only again on top of the fresh /tmp (inputs kept in /tmp),
-    and on top of a writable folder that holds them (a read-only cache inside it stays read-only).
+    The root is an empty tmpfs, made read-only once everything is mounted: the job sees
+    :data:`evaluator.isolation.SYSTEM_PATHS`, ``readable`` (read-only: this evaluator, its Python,
+    the inputs) and ``writable``, nothing else. ``env`` replaces the whole environment.
+    ``accounts``: a folder holding the ``passwd`` and ``group`` files the job sees (its users only).
+    A read-only folder inside a writable one stays read-only (a cache inside the output folder).
     """
     cmd = [
-        "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "iwr-job",
-        "--die-with-parent", "--new-session",
-        "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",  # noqa: S108
-        "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",  # noqa: S108 (fresh, private tmpfs)
+        "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--hostname", "iwr-job", "--die-with-parent", "--new-session", "--clearenv",
+        *_capabilities(),
+        *isolation.system_plan().args,
+        "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",  # noqa: S108
+        "--proc", "/proc", "--perms", "1777", "--tmpfs", JOB_TMP, "--dir", JOB_HOME,
     ]
-    mounts = [(Path(p).resolve(), "--ro-bind") for p in readable] + [(Path(p).resolve(), "--bind") for p in writable]
-    # A later mount covers an earlier one: outer folders first, so each path gets the mode given for
-    # the deepest folder that holds it (output inside the read-only code folder stays writable).
-    for resolved, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
-        cmd += [how, str(resolved), str(resolved)]
+    if accounts is not None:
+        cmd += ["--ro-bind", str(accounts / "passwd"), "/etc/passwd", "--ro-bind", str(accounts / "group"),
+                "/etc/group"]
+    mounts = [(Path(p), "--ro-bind") for p in readable] + [(Path(p), "--bind") for p in writable]
+    cmd += isolation.bind_order(mounts).args
+    for name, value in sorted((env or {}).items()):
+        cmd += ["--setenv", name, value]
+    cmd += ["--remount-ro", "/"]
     if cwd is not None:
         cmd += ["--chdir", str(Path(cwd).resolve())]
     return cmd + ["--", *argv]
+
+
+def _capabilities() -> list[str]:
+    """As root, keep only :data:`ROOT_CAPS` (bubblewrap run by root keeps every capability otherwise)."""
+    if os.geteuid() != 0:
+        return []
+    return ["--cap-drop", "ALL", *(arg for cap in ROOT_CAPS for arg in ("--cap-add", cap))]
+
+
+def write_accounts(folder: Path) -> Path:
+    """``passwd`` and ``group`` naming only the users a job runs as: this one and Chromium's."""
+    from evaluator.browser import SANDBOX_USER
+
+    users = [pwd.getpwuid(os.geteuid())]
+    try:
+        users.append(pwd.getpwnam(SANDBOX_USER))
+    except KeyError:
+        pass
+    passwd, group = isolation.minimal_passwd({u.pw_name: (u.pw_uid, u.pw_gid) for u in users})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "passwd").write_text(passwd)
+    (folder / "group").write_text(group)
+    return folder
 
 
 def _container_command(argv: Sequence[str], writable: Sequence[Path], cwd: Path | None = None,
@@ -174,17 +221,19 @@ def _container_command(argv: Sequence[str], writable: Sequence[Path], cwd: Path 
 
 def _limit_prefix(limits: JobLimits) -> list[str]:
     """prlimit: no core dumps (they could hold page data) and no runaway files."""
-    if not shutil.which("prlimit"):
+    prlimit = shutil.which("prlimit", path=isolation.PATH)
+    if not prlimit:
         return []
-    return ["prlimit", "--core=0", f"--fsize={int(limits.file_size_mb) * 1024 * 1024}", "--"]
+    return [prlimit, "--core=0", f"--fsize={int(limits.file_size_mb) * 1024 * 1024}", "--"]
 
 
 def build_command(argv: Sequence[str], backend: str, writable: Sequence[Path], limits: JobLimits,
-                  cwd: Path | None = None, readable: Sequence[Path] = ()) -> list[str]:
+                  cwd: Path | None = None, readable: Sequence[Path] = (), env: dict[str, str] | None = None,
+                  accounts: Path | None = None) -> list[str]:
     """The full command line that runs ``argv`` under ``backend`` (already resolved)."""
     inner = [*_limit_prefix(limits), *argv]
     if backend == "bubblewrap":
-        return bwrap_command(inner, writable, cwd, readable)
+        return bwrap_command(inner, writable, cwd, readable, env, accounts)
     if backend == "container":
         return _container_command(inner, writable, cwd, readable)
     return inner
@@ -202,15 +251,32 @@ def run_job(
 ) -> JobResult:
     """Run ``argv`` as one sandboxed job within ``limits``; never raises for the job's own failure.
 
-    ``writable``: the only paths the job may write. ``readable``: inputs that must stay visible
-    even when they live under /tmp (which the sandbox replaces); this evaluator's code and its
-    Python environment always do, so a checkout under /tmp runs its jobs too. Raises
-    SandboxError only when the requested isolation is not available.
+    ``writable``: the only paths the job may write. ``readable``: the job's inputs (the only
+    other files it sees); this evaluator's package and its Python are added. ``env``: settings
+    for the job, of which only those on the allow-list are taken (:mod:`evaluator.isolation`);
+    the job never inherits this process's environment. Raises SandboxError only when the
+    requested isolation is not available.
     """
     used = resolve_backend(backend, allow_unsandboxed)
-    readable = [*readable, *runtime_paths()]
-    cmd = build_command(argv, used, writable, limits, cwd, readable)
-    job_env = {**(env if env is not None else os.environ), ACTIVE_ENV: used}
+    private = Path(tempfile.mkdtemp(prefix="iwr-job-"))
+    try:
+        return _run(argv, writable, used, limits, cwd, env, [*readable, *runtime_paths()], private)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run(argv, writable, used: str, limits: JobLimits, cwd, env, readable, private: Path) -> JobResult:
+    extra = {**(env or {}), **_driver_settings()}
+    if used == "bubblewrap":
+        job_env = isolation.job_environment(JOB_HOME, JOB_TMP, used, extra=extra)
+        cmd = build_command(argv, used, writable, limits, cwd, readable, job_env, write_accounts(private / "etc"))
+    else:  # unsandboxed: the same environment, with a private HOME and TMPDIR in a folder of its own
+        private.chmod(0o711)  # Chromium's user reaches its profile in TMPDIR, lists nothing else
+        (private / "home").mkdir(mode=0o700)
+        (private / "tmp").mkdir()
+        (private / "tmp").chmod(0o1777)  # noqa: S103 - like /tmp: Chromium's user creates its profile here
+        job_env = isolation.job_environment(str(private / "home"), str(private / "tmp"), used, extra=extra)
+        cmd = build_command(argv, used, writable, limits, cwd, readable)
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=job_env, stdout=None, stderr=subprocess.PIPE,
                             text=True, errors="replace", start_new_session=True)
@@ -227,8 +293,14 @@ def run_job(
 
 
 def runtime_paths() -> list[Path]:
-    """What any job needs to read: the Python environment and the folder holding this evaluator."""
-    return [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]]
+    """What any job needs to read: the Python interpreter and environment, this evaluator's package."""
+    return isolation.runtime_paths()
+
+
+def _driver_settings() -> dict[str, str]:
+    from evaluator.browser import driver_settings
+
+    return driver_settings()
 
 
 def _pump_stderr(proc: subprocess.Popen, tail: list[str]) -> None:

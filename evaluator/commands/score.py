@@ -1,7 +1,9 @@
 """``python -m evaluator score``: replay and score a bundle against a task set.
 
 The job runs inside the process sandbox (bubblewrap by default): this command re-runs
-itself inside it, with only the output folder writable. The OCR cache, if given, is filled
+itself inside it, with only the output folder writable, its inputs and this evaluator's package
+read-only, and an allow-listed environment (nothing of this process's own: see
+:mod:`evaluator.isolation`). The OCR cache, if given, is filled
 before the job, outside the sandbox, and the job only reads it (see ``OcrCache``).
 """
 
@@ -127,7 +129,7 @@ def _score_in_sandbox(args: argparse.Namespace) -> int:
     filling = _start_ocr_cache_fill(args, limits) if args.ocr_cache else None
     try:
         result = sandbox.run_job(_inner_argv(args), [args.out], backend=args.sandbox, limits=limits,
-                                 allow_unsandboxed=args.allow_unsandboxed, cwd=Path.cwd(), env=_inner_env(),
+                                 allow_unsandboxed=args.allow_unsandboxed, cwd=args.out.resolve(),
                                  readable=_inputs(args))
     except sandbox.SandboxError as exc:
         raise UsageError(str(exc)) from None
@@ -210,27 +212,9 @@ def _inner_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace) -> list[Path]:
-    """What the job reads: the task set's folder, the bundle, this evaluator's code, the OCR cache and the
-    folder where Playwright finds its ffmpeg (made here: the job cannot write it)."""
-    from evaluator.video_tool import browsers_path
-
+    """What the job reads besides this evaluator (added by the sandbox): the task set, the bundle, the OCR cache."""
     cache = [args.ocr_cache.resolve()] if args.ocr_cache else []
-    videos = browsers_path() if not args.no_video else None
-    tools = [videos.resolve()] if videos is not None and videos.is_dir() else []
-    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2], *cache, *tools]
-
-
-def _inner_env() -> dict:
-    """The job imports this very evaluator package, wherever the command was started from."""
-    from evaluator.video_tool import browsers_path
-
-    root = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
-    videos = browsers_path()
-    if videos is not None:
-        env.setdefault("PLAYWRIGHT_BROWSERS_PATH", str(videos))
-    return env
+    return [args.data.resolve().parent, args.bundle.resolve(), *cache]
 
 
 def _job_limits(args: argparse.Namespace):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,3 +198,57 @@ def test_a_hung_container_is_stopped_at_the_wall_clock_limit(evaluator_image, tm
     assert outcome.timed_out and outcome.reason.startswith("time limit exceeded")
     leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=iwr-job-"], capture_output=True, text=True)
     assert leftover.stdout.strip() == ""
+
+
+def container_pid(name: str):
+    """The host pid of the container's first process, or None while it is not running."""
+    def find():
+        done = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", name], capture_output=True,
+                              text=True)
+        pid = done.stdout.strip()
+        return int(pid) if done.returncode == 0 and pid.isdigit() and pid != "0" else None
+    return find
+
+
+def test_a_job_in_the_container_holds_no_secret_and_chromium_keeps_its_sandbox(evaluator_image, tmp_path):
+    """The dispatcher's secrets stay out of the container and no host path is in it; Chromium runs with its own
+    sandbox (renderers in user namespaces of their own, seccomp-filtered), as the non-root user."""
+    from tests.evaluator import canary
+
+    planted = canary.plant_files(tmp_path / "checkout", tmp_path / "home")
+    job = one_page_job(tmp_path, "<button class=btn>Go</button><p>A page with some text</p>")
+    container.prepare_job_dir(job)
+    name = f"iwr-canary-{tmp_path.name[-12:]}"
+    command = container.run_command(job, evaluator_image, name, container.ContainerLimits())
+    assert not [a for a in command if canary.CANARY in a]
+    engine_socket = Path(os.environ["DOCKER_HOST"].removeprefix("unix://"))
+    hidden = [*planted, engine_socket, ROOT / "var", ROOT / "leaderboard", tmp_path / "checkout", Path("/root/.pyenv")]
+    env = {**os.environ, **canary.SECRET_ENV, "HOME": str(tmp_path / "home")}  # the dispatcher's, as in production
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = canary.watch(proc, hidden, timeout=600, root_pid=container_pid(name))
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
+    assert proc.returncode == 0, (stdout + stderr).decode()[-3000:]
+    assert seen.leaks == [], seen.summary()
+    assert seen.sandboxed and seen.browsers and seen.roots_checked >= 1, seen.summary()
+    assert seen.chromium_sandboxed(), seen.summary()
+    assert json.loads((job / "out" / "results.json").read_text())["tasks"]["1"]["error"] is None
+
+
+def test_the_container_refuses_to_run_chromium_without_its_sandbox(evaluator_image, tmp_path):
+    """The image no longer turns Chromium's sandbox off, and asking it to is refused with the reason."""
+    env = subprocess.run(["docker", "run", "--rm", "--entrypoint", "env", evaluator_image], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert "IWR_CHROMIUM_SANDBOX" not in env and "IWR_SANDBOX_ACTIVE=container" in env
+    job = one_page_job(tmp_path, "<button class=btn>Go</button>")
+    container.prepare_job_dir(job)
+    command = container.run_command(job, evaluator_image, "iwr-no-sandbox", container.ContainerLimits())
+    at = command.index(evaluator_image)
+    result = subprocess.run([*command[:at], "--env", "IWR_CHROMIUM_SANDBOX=0", *command[at:]], capture_output=True,
+                            text=True, timeout=600)
+    subprocess.run(["docker", "rm", "-f", "iwr-no-sandbox"], capture_output=True)
+    task = json.loads((job / "out" / "results.json").read_text())["tasks"]["1"] if result.returncode == 0 else None
+    assert result.returncode != 0 or task["error"], result.stdout[-2000:]
+    assert "no longer supported" in result.stdout + result.stderr + json.dumps(task)

@@ -204,11 +204,12 @@ def test_a_sandboxed_job_has_no_network_and_a_read_only_system(tmp_path: Path):
 
 @needs_bwrap
 def test_a_sandboxed_job_sees_this_evaluator_and_its_python_even_from_tmp(tmp_path: Path, capfd):
-    """The sandbox replaces /tmp; the evaluator's code and Python environment stay visible (a checkout
-    under /tmp runs its jobs), read-only."""
+    """The sandbox replaces /tmp; the evaluator's package and Python environment stay visible (a checkout
+    under /tmp runs its jobs), read-only; the rest of the checkout does not."""
     from evaluator.sandbox import runtime_paths
 
-    assert Path(sys.prefix).resolve() in runtime_paths() and ROOT in runtime_paths()
+    assert Path(sys.prefix) in runtime_paths() and ROOT / "evaluator" in runtime_paths()
+    assert ROOT not in runtime_paths()
     probe = ("import evaluator, pathlib, sys\n"
              f"print(pathlib.Path(evaluator.__file__).resolve().parents[1] == pathlib.Path({str(ROOT)!r}))\n"
              f"try:\n    open({str(ROOT / 'iwr-probe')!r}, 'w'); print('writable')\nexcept OSError:\n"
