@@ -172,10 +172,12 @@ def launch(sandbox: bool = True, heap_mb: int | None = None, headless: bool = Tr
 
 
 def _default_browsers_path() -> None:
-    """Point Playwright at the project's ffmpeg link (video recording) unless told otherwise."""
-    local = REPO_ROOT / ".cache" / "playwright"
-    if "PLAYWRIGHT_BROWSERS_PATH" not in os.environ and local.is_dir():
-        os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(local)
+    """Point Playwright at an ffmpeg for video recording unless told otherwise (evaluator.video_tool)."""
+    from evaluator.video_tool import browsers_path
+
+    folder = browsers_path()
+    if folder is not None and "PLAYWRIGHT_BROWSERS_PATH" not in os.environ:
+        os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(folder)
 
 
 def warm_driver_cache() -> Path:

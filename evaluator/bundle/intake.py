@@ -33,16 +33,17 @@ def extract(source: Path, dest: Path, task_keys: set[str], limits: Limits) -> Bu
 
 def _intake(source: Path, dest: Path, task_keys: set[str], limits: Limits) -> BundleReport:
     with open_source(source, limits) as (entries, opener):
-        problems, warnings = check_entries(entries, task_keys, limits)
+        problems, warnings, layout = check_entries(entries, task_keys, limits)
         blocked = bool(problems)
         for entry in entries:
             problems.extend(entry.problems)
         if not blocked:
             problems.extend(_write_entries(entries, opener, dest, limits))
-    report = match_tasks(content_entries(entries), task_keys)
+    report = match_tasks(content_entries(entries), task_keys, layout.seen)
     # A blocked bundle may not have been listed in full, so "no page" would be a guess.
     report.problems = problems + ([] if blocked else report.problems)
     report.warnings = warnings + report.warnings
+    report.layout = layout
     if not report.problems:
         report.warnings.extend(page_warnings(dest, report.pages))
     return report

@@ -6,7 +6,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 PAGE_NAME = "index.html"
 
@@ -61,6 +61,7 @@ class Bundle:
     unmatched: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    layout: Any = None  # evaluator.bundle.layout.Layout
 
 
 @dataclass
@@ -72,6 +73,7 @@ class BundleReport:
     unmatched: list[str]
     missing: list[str]
     warnings: list[str]
+    layout: Any = None  # evaluator.bundle.layout.Layout; None when the source could not be read
 
 
 @dataclass

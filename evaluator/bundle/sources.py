@@ -64,7 +64,20 @@ def _not_a_zip_message(source: Path, exc: Exception) -> str:
     if kind == "zip" or zipfile.is_zipfile(source):
         detail = f" ({exc})" if isinstance(exc, zipfile.BadZipFile) else ""  # OSError text may hold server paths
         return f"bundle is a corrupt zip file{detail}"
-    return "bundle is not a zip file (or a folder)"
+    return f"bundle is not a zip file (or a folder): {_looks_like(head)}"
+
+
+def _looks_like(head: bytes) -> str:
+    """What the start of a file that is not a zip suggests, for the refusal message."""
+    if not head:
+        return "the file is empty"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return "it is an HTML page; put it in <task id>/index.html and zip the folders"
+    if head.startswith(b"%PDF"):
+        return "it is a PDF document"
+    shown = "".join(chr(byte) if 32 <= byte < 127 else "." for byte in head[:16])
+    return f"its first bytes are {shown!r}"
 
 
 def _declared_entry_count(path: Path) -> int | None:

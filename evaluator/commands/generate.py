@@ -51,6 +51,15 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=int, default=1, help="requests in flight at once (default 1)")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds for the whole run")
     parser.add_argument("--resume", action="store_true", help="keep pages an earlier run into OUT generated")
+    parser.add_argument("--default-temperature", action="store_true",
+                        help="send no temperature, so the model runs at its default (reasoning models refuse the "
+                             "protocol's 0; the report records it either way; also chosen on its own on refusal)")
+    parser.add_argument("--length-parameter", choices=gen.LENGTH_PARAMETERS, default="max_tokens",
+                        help="how the answer-length limit is sent first (default max_tokens; a refusal switches)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="read each answer whole instead of as server-sent events")
+    parser.add_argument("--allow-plain-http", action="store_true",
+                        help="development only: send the API key over plain http to this machine (localhost)")
     parser.set_defaults(func=run)
 
 
@@ -70,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
     summary = report["summary"]
+    for note in report.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
     print(f"{summary['ok']} of {summary['tasks']} task(s) got a page; report: {args.out / gen.REPORT_NAME}")
     return 0 if summary["failed"] == 0 else 1
 
@@ -90,7 +101,9 @@ def _config(args: argparse.Namespace):
         return EndpointConfig(
             base_url=args.base_url, model=args.model, api_key=os.environ[args.api_key_env].strip(),
             max_tokens=args.max_tokens, max_images=args.max_images, max_frames=args.max_frames,
-            timeout=args.timeout, retries=args.retries,
+            timeout=args.timeout, retries=args.retries, default_temperature=args.default_temperature,
+            length_parameter=args.length_parameter, stream=not args.no_stream,
+            **({"allow_plain_http": True} if args.allow_plain_http else {}),  # else the environment decides
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

@@ -210,16 +210,27 @@ def _inner_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace) -> list[Path]:
-    """What the job reads: the task set's folder, the bundle, this evaluator's code and the OCR cache."""
+    """What the job reads: the task set's folder, the bundle, this evaluator's code, the OCR cache and the
+    folder where Playwright finds its ffmpeg (made here: the job cannot write it)."""
+    from evaluator.video_tool import browsers_path
+
     cache = [args.ocr_cache.resolve()] if args.ocr_cache else []
-    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2], *cache]
+    videos = browsers_path() if not args.no_video else None
+    tools = [videos.resolve()] if videos is not None and videos.is_dir() else []
+    return [args.data.resolve().parent, args.bundle.resolve(), Path(__file__).resolve().parents[2], *cache, *tools]
 
 
 def _inner_env() -> dict:
     """The job imports this very evaluator package, wherever the command was started from."""
+    from evaluator.video_tool import browsers_path
+
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    videos = browsers_path()
+    if videos is not None:
+        env.setdefault("PLAYWRIGHT_BROWSERS_PATH", str(videos))
+    return env
 
 
 def _job_limits(args: argparse.Namespace):

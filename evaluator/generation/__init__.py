@@ -16,11 +16,22 @@ Frames: the video is sampled at 1 fps; when that gives more frames than the budg
 after the asset images, frames are picked evenly over the whole recording (first and
 last kept), so the model sees the entire interaction rather than only its beginning.
 
+Endpoints of current reasoning models refuse parts of that request: ``max_tokens`` (they
+want ``max_completion_tokens``) and any temperature but their default. Such a refusal is
+recognised from the HTTP 400 and the request changed once to what is accepted; the report's
+``notes`` and each task's ``request`` say so, in particular when the model ran at its default
+temperature rather than the protocol's 0 (``default_temperature`` asks for that up front).
+Answers are streamed (server-sent events) unless ``stream`` is off; reasoning-token counts are
+kept when the endpoint reports them.
+
 Requests are retried with exponential backoff on HTTP 429, 408 and 5xx answers,
 timeouts and dropped connections; a ``Retry-After`` header is honoured (capped). Every
 other failure ends the task at once with a reason a person can act on. Redirects are
-never followed, so the Authorization header only ever goes to the configured host. The
-API key is never logged, never written to any file, and scrubbed from endpoint messages.
+never followed, so the Authorization header only ever goes to the configured host, and each
+request connects to the address its host name was resolved to and checked as (see
+evaluator.generation.transport). The API key goes only over https (plain http to this machine
+only, for development), is never logged nor written to any file, and an endpoint's own words
+reach the submitter as one short line with the key and anything key-like removed.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from evaluator.generation.client import MAX_ANSWER_BYTES, RETRY_STATUSES, Answer
 from evaluator.generation.config import (
     DETAIL_CHARS,
     FRAME_RATE,
+    LENGTH_PARAMETERS,
     PROTOCOL_MAX_FRAMES,
     PROTOCOL_MAX_IMAGES,
     TEMPERATURE,
@@ -75,7 +87,8 @@ from evaluator.generation.report import (
 )
 
 __all__ = [
-    "DETAIL_CHARS", "FFMPEG_TIMEOUT_S", "FRAME_RATE", "IMAGE_TYPES", "MAX_ANSWER_BYTES", "PROMPT", "PROMPT_VERSION",
+    "DETAIL_CHARS", "FFMPEG_TIMEOUT_S", "FRAME_RATE", "IMAGE_TYPES", "LENGTH_PARAMETERS", "MAX_ANSWER_BYTES",
+    "PROMPT", "PROMPT_VERSION",
     "PROTOCOL_MAX_FRAMES", "PROTOCOL_MAX_IMAGES", "REPORT_NAME", "RETRY_STATUSES", "TEMPERATURE", "Answer",
     "ConfigError", "EndpointClient", "EndpointConfig", "ModelInputs", "Page", "TaskFailed", "TaskOutcome",
     "base_url_problems", "build_prompt", "build_request", "config_problems", "data_url", "ffmpeg_available",
@@ -101,6 +114,7 @@ class TaskOutcome:
     seconds: float = 0.0
     finish_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    request: dict = field(default_factory=dict)  # how it was asked: length parameter, temperature, stream
 
     @property
     def ok(self) -> bool:
@@ -117,7 +131,7 @@ def generate_task(task, out_dir: Path, client: EndpointClient, deadline: float |
             outcome.images = {"stitched": len(inputs.stitched), "frames": len(inputs.frames)}
             outcome.warnings += inputs.warnings
             answer = client.complete(build_request(task, client.config, inputs), deadline)
-        outcome.attempts = answer.attempts
+        outcome.attempts, outcome.request = answer.attempts, answer.request
         page = page_from_answer(answer.document)
         outcome.usage, outcome.finish_reason = page.usage, page.finish_reason
         outcome.warnings += page.warnings
@@ -180,12 +194,14 @@ def generate(
         for future in as_completed(futures):
             outcome = future.result()
             report["tasks"][outcome.key] = asdict(outcome)
+            report["notes"] = list(dict.fromkeys([*report.get("notes", []), *client.notes]))
             write_report(out_dir, report)
             if on_task:
                 on_task(outcome)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # interrupted: start nothing more, let requests end
     report["tasks"] = {key: report["tasks"][key] for key in sorted(report["tasks"], key=task_sort_key)}
+    report["notes"] = list(dict.fromkeys([*report.get("notes", []), *client.notes]))
     report["summary"] = summarize(report["tasks"])
     write_report(out_dir, report)
     return report

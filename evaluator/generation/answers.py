@@ -48,7 +48,16 @@ def _text_of(content) -> str:
 
 
 def _usage(usage) -> dict:
+    """Token counts the endpoint reported; reasoning models also say how many went to reasoning."""
     if not isinstance(usage, dict):
         return {}
     names = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {name: usage[name] for name in names if isinstance(usage.get(name), int)}
+    found = {name: usage[name] for name in names if _count(usage.get(name))}
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and _count(details.get("reasoning_tokens")):
+        found["reasoning_tokens"] = details["reasoning_tokens"]
+    return found
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

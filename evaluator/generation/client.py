@@ -1,4 +1,12 @@
-"""Calling the endpoint: one chat-completions request, retried with backoff, every failure explained."""
+"""Calling the endpoint: one chat-completions request, retried with backoff, every failure explained.
+
+Each attempt resolves the host, checks the addresses and connects to one of them itself
+(evaluator.generation.transport); the answer is read as server-sent events when streamed
+(evaluator.generation.stream) or as one JSON document. A 400 that refuses a parameter the
+protocol's request uses is answered by changing the request once and sending it again
+(evaluator.generation.adapt). Anything an endpoint says reaches the submitter as one short
+line without the key.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +15,22 @@ import http.client
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evaluator import __version__
+from evaluator.generation.adapt import Adapter, RequestShape, one_line
 from evaluator.generation.config import DETAIL_CHARS, EndpointConfig, TaskFailed
+from evaluator.generation.stream import StreamBroken, read_stream
+from evaluator.generation.transport import Target, Unreachable, open_connection, resolve
 
 # One logger for the whole generator, whichever part speaks.
 log = logging.getLogger("evaluator.generation")
 
 RETRY_STATUSES = frozenset({408, 429})  # plus every 5xx
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # a page answer is kilobytes; this bounds a misbehaving endpoint
+MAX_ADAPTATIONS = 4  # parameters a refusal can change: length name, temperature, stream options, stream
+REASON_CHARS = 500  # a task's whole reason, the endpoint's line included
 
 
 class _Retryable(Exception):
@@ -30,17 +41,19 @@ class _Retryable(Exception):
         self.kind, self.detail, self.retry_after, self.status = kind, detail, retry_after, status
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect would carry the Authorization header elsewhere: treat it as an answer instead."""
+class _Refused(Exception):
+    """An HTTP 400 naming a request parameter: maybe the adapter knows what the endpoint wants instead."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
+    def __init__(self, status: int, error: dict, failure: TaskFailed):
+        super().__init__(status)
+        self.status, self.error, self.failure = status, error, failure
 
 
 @dataclass
 class Answer:
     document: dict
     attempts: int
+    request: dict = field(default_factory=dict)  # the shape the answer was asked in (RequestShape.public)
 
 
 class EndpointClient:
@@ -49,25 +62,38 @@ class EndpointClient:
     def __init__(self, config: EndpointConfig, sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.sleep = sleep
-        self.opener = urllib.request.build_opener(_NoRedirects)
+        self.target = Target.of(config.url)
+        self.adapter = Adapter(RequestShape(length_parameter=config.length_parameter,
+                                            temperature=not config.default_temperature, stream=config.stream))
+
+    @property
+    def notes(self) -> list[str]:
+        """How requests were changed to what the endpoint accepts (for the report)."""
+        return list(self.adapter.notes)
 
     def complete(self, payload: dict, deadline: float | None = None) -> Answer:
         """The endpoint's JSON answer; raises TaskFailed with a clear reason."""
-        body = json.dumps(payload).encode("utf-8")
         attempts = self.config.retries + 1
-        for attempt in range(1, attempts + 1):
-            timeout = self._timeout(deadline)
+        attempt = adapted = 0
+        while True:
+            attempt += 1
+            shape = self.adapter.current()
+            body = json.dumps(shape.apply(payload)).encode("utf-8")
             try:
-                return Answer(self._post(body, timeout), attempt)
+                return Answer(self._post(body, self._timeout(deadline)), attempt + adapted, shape.public())
+            except _Refused as refusal:
+                if adapted >= MAX_ADAPTATIONS or not self.adapter.learn(shape, refusal.status, refusal.error):
+                    raise refusal.failure from None
+                log.info("the endpoint refused a parameter; sending the request again as it accepts")
+                adapted, attempt = adapted + 1, attempt - 1  # a changed request is not a retry
             except _Retryable as failure:
-                if attempt == attempts:
+                if attempt >= attempts:
                     raise TaskFailed(self._gave_up(failure, attempts)) from None
                 wait = self._wait(failure, attempt)
                 if deadline is not None and time.monotonic() + wait >= deadline:
                     raise TaskFailed(f"{self._gave_up(failure, attempt)}; no time was left to retry") from None
                 log.info("attempt %d failed (%s); retrying in %.1f s", attempt, failure.kind, wait)
                 self.sleep(wait)
-        raise AssertionError("unreachable")
 
     def _timeout(self, deadline: float | None) -> float:
         if deadline is None:
@@ -83,36 +109,46 @@ class EndpointClient:
             wait = failure.retry_after
         return max(0.0, min(wait, self.config.max_wait))
 
-    def _post(self, body: bytes, timeout: float) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                    "User-Agent": f"iwr-bench-evaluator/{__version__}"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        # The scheme is checked to be http or https by EndpointConfig.
-        request = urllib.request.Request(self.config.url, data=body, headers=headers, method="POST")  # noqa: S310
+        return headers
+
+    def _post(self, body: bytes, timeout: float) -> dict:
         started = time.monotonic()
         try:
-            with self.opener.open(request, timeout=timeout) as response:
-                raw = _read_limited(response, started + timeout)
-        except urllib.error.HTTPError as error:
-            raise self._http_failure(error) from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, TimeoutError):
-                raise _Retryable("timeout", f"{timeout:g}") from None
-            raise _Retryable("connection", str(error.reason)) from None
+            addresses = resolve(self.target, self.config.public_only)
+            connection = open_connection(self.target, addresses, timeout)
+        except Unreachable as exc:
+            raise _Retryable("connection", str(exc)) from None
+        try:
+            connection.request("POST", self.target.path, body=body, headers=self._headers())
+            response = connection.getresponse()
+            if response.status >= 300:
+                raise self._http_failure(response)
+            if "text/event-stream" in (response.getheader("Content-Type") or ""):
+                return read_stream(response, started + timeout, MAX_ANSWER_BYTES)
+            return _parse_json(_read_limited(response, started + timeout))
+        except StreamBroken as exc:
+            raise _Retryable("stream", self.scrub(str(exc))) from None
         except TimeoutError:
             raise _Retryable("timeout", f"{timeout:g}") from None
         except (ConnectionError, OSError, http.client.HTTPException) as error:  # reset, dropped or garbled
             raise _Retryable("connection", type(error).__name__) from None
-        return _parse_json(raw)
+        finally:
+            connection.close()
 
-    def _http_failure(self, error: urllib.error.HTTPError) -> Exception:
-        status = error.code
-        detail = self.scrub(_error_detail(error))
+    def _http_failure(self, response: http.client.HTTPResponse) -> Exception:
+        status = response.status
+        error = _error_of(response)
+        detail = one_line(str(error.get("message") or ""), self.config.api_key, DETAIL_CHARS)
         if status in RETRY_STATUSES or status >= 500:
             kind = "rate_limited" if status == 429 else "server_error"
-            return _Retryable(kind, detail, parse_retry_after(error.headers.get("Retry-After")), status)
-        return TaskFailed(self.scrub(_refusal_reason(status, detail, self.config.url, error.headers)))
+            return _Retryable(kind, detail, parse_retry_after(response.getheader("Retry-After")), status)
+        failure = TaskFailed(self.scrub(_refusal_reason(status, detail, self.config.url, response)))
+        return _Refused(status, error, failure) if status == 400 else failure
 
     def _gave_up(self, failure: _Retryable, attempts: int) -> str:
         tries = f"{attempts} attempt{'s' * (attempts != 1)}"
@@ -123,12 +159,13 @@ class EndpointClient:
             return self.scrub(f"the endpoint failed with HTTP {failure.status} on all {tries}: {failure.detail}")
         if failure.kind == "timeout":
             return f"the endpoint gave no complete answer within the {failure.detail} s request timeout ({tries})"
+        if failure.kind == "stream":
+            return self.scrub(f"{failure.detail} ({tries})")
         return self.scrub(f"could not reach the endpoint ({failure.detail}) in {tries}")
 
     def scrub(self, text: str) -> str:
-        """``text`` without the API key (endpoints sometimes echo what they were sent)."""
-        key = self.config.api_key
-        return text.replace(key, "[api key]") if key else text
+        """``text`` as one bounded line without the API key (endpoints sometimes echo what they were sent)."""
+        return one_line(text, self.config.api_key, REASON_CHARS)
 
 
 def _read_limited(response, deadline: float) -> bytes:
@@ -157,21 +194,22 @@ def _parse_json(raw: bytes) -> dict:
     return document
 
 
-def _error_detail(error: urllib.error.HTTPError) -> str:
-    """The endpoint's own error message (OpenAI style ``{"error": {"message": ...}}`` or text)."""
+def _error_of(response: http.client.HTTPResponse) -> dict:
+    """The endpoint's error (OpenAI style ``{"error": {"message", "param", "code"}}``, or its text as message)."""
     try:
-        raw = error.read(64 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return ""
+        raw = response.read(64 * 1024).decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException):
+        return {}
     try:
-        message = json.loads(raw)["error"]
-        message = message.get("message", message) if isinstance(message, dict) else message
+        error = json.loads(raw)["error"]
     except (ValueError, KeyError, TypeError):
-        message = raw
-    return " ".join(str(message).split())[:DETAIL_CHARS]
+        return {"message": raw}
+    if isinstance(error, dict):
+        return {name: error.get(name) for name in ("message", "param", "code", "type")}
+    return {"message": str(error)}
 
 
-def _refusal_reason(status: int, detail: str, url: str, headers) -> str:
+def _refusal_reason(status: int, detail: str, url: str, response) -> str:
     said = f": {detail}" if detail else ""
     if status == 401:
         return f"the endpoint refused the API key (HTTP 401){said}"
@@ -182,7 +220,7 @@ def _refusal_reason(status: int, detail: str, url: str, headers) -> str:
     if status == 413:
         return f"the request was too large for the endpoint (HTTP 413); lower the image limit{said}"
     if 300 <= status < 400:
-        target = headers.get("Location", "another address")
+        target = response.getheader("Location") or "another address"
         return f"the endpoint redirected to {target} (HTTP {status}); give that address as the base URL"
     return f"the endpoint rejected the request (HTTP {status}){said}"
 

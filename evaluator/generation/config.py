@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -9,7 +10,10 @@ PROTOCOL_MAX_IMAGES = 70
 PROTOCOL_MAX_FRAMES = 64
 FRAME_RATE = 1  # frames per second sampled from the recording
 TEMPERATURE = 0
-DETAIL_CHARS = 300
+DETAIL_CHARS = 200  # an endpoint's own error text, as one line, at most this long
+LENGTH_PARAMETERS = ("max_tokens", "max_completion_tokens")
+# Development only: lets an API key go over plain http to this machine (a local model server).
+PLAIN_HTTP_ENV = "IWR_GENERATION_ALLOW_PLAIN_HTTP"
 
 
 class ConfigError(ValueError):
@@ -27,6 +31,15 @@ class EndpointConfig:
     retries: extra attempts after the first one for retryable failures.
     backoff: first wait between attempts in seconds, doubled each time, capped by max_wait
         (which also caps a Retry-After the endpoint asks for).
+    length_parameter: how the answer-length limit is sent first (max_tokens, or
+        max_completion_tokens for reasoning models); a refusal of one switches to the other.
+    default_temperature: send no temperature, so the model runs at its default (the protocol
+        asks for 0; reasoning models refuse it). Also chosen on its own when the endpoint refuses 0.
+    stream: ask for server-sent events, so long answers keep the connection busy.
+    public_only: refuse, at each request, a host that resolves to any non-public address
+        (the platform calls strangers' endpoints: no loopback, private or link-local targets).
+    allow_plain_http: let an API key go over plain http, to this machine only (development);
+        defaults to the IWR_GENERATION_ALLOW_PLAIN_HTTP environment variable being 1.
     """
 
     base_url: str
@@ -39,6 +52,11 @@ class EndpointConfig:
     retries: int = 3
     backoff: float = 2.0
     max_wait: float = 60.0
+    length_parameter: str = "max_tokens"
+    default_temperature: bool = False
+    stream: bool = True
+    public_only: bool = False
+    allow_plain_http: bool = field(default_factory=lambda: os.environ.get(PLAIN_HTTP_ENV) == "1")
 
     def __post_init__(self) -> None:
         problems = config_problems(self)
@@ -54,8 +72,10 @@ class EndpointConfig:
     def public_settings(self) -> dict:
         """Everything but the key, for reports."""
         return {"base_url": self.base_url, "model": self.model, "max_tokens": self.max_tokens,
-                "max_images": self.max_images, "max_frames": self.max_frames, "temperature": TEMPERATURE,
-                "frame_rate": FRAME_RATE, "timeout": self.timeout, "retries": self.retries}
+                "max_images": self.max_images, "max_frames": self.max_frames,
+                "temperature": "default" if self.default_temperature else TEMPERATURE,
+                "frame_rate": FRAME_RATE, "timeout": self.timeout, "retries": self.retries,
+                "length_parameter": self.length_parameter, "stream": self.stream}
 
 
 def config_problems(config: EndpointConfig) -> list[str]:
@@ -73,7 +93,26 @@ def config_problems(config: EndpointConfig) -> list[str]:
         problems.append(f"the request timeout must be positive, got {config.timeout}")
     if config.retries < 0 or config.backoff < 0 or config.max_wait < 0:
         problems.append("retries, backoff and max wait cannot be negative")
-    return problems
+    if config.length_parameter not in LENGTH_PARAMETERS:
+        problems.append(f"the length parameter must be one of {', '.join(LENGTH_PARAMETERS)}, "
+                        f"got {config.length_parameter}")
+    problem = plain_http_problem(config) if not problems else None
+    return problems + ([problem] if problem else [])
+
+
+def plain_http_problem(config: EndpointConfig) -> str | None:
+    """An API key goes only over https; plain http only to this machine, when allowed for development."""
+    from evaluator.generation.transport import is_loopback_host
+
+    parts = urlsplit(config.base_url.strip())
+    if parts.scheme != "http" or not config.api_key:
+        return None
+    if not is_loopback_host(parts.hostname or ""):
+        return "an API key is only sent over https: give an https:// base URL (or no key)"
+    if not config.allow_plain_http:
+        return (f"an API key is only sent over https; plain http to this machine needs the development "
+                f"option (--allow-plain-http, or {PLAIN_HTTP_ENV}=1)")
+    return None
 
 
 def base_url_problems(url: str) -> list[str]:

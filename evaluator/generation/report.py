@@ -18,8 +18,9 @@ def new_report(config: EndpointConfig, previous: dict | None = None) -> dict:
     tasks = {}
     if previous and _same_output(previous.get("endpoint") or {}, config.public_settings()):
         tasks = {key: value for key, value in previous.get("tasks", {}).items() if value.get("status") == "ok"}
+    notes = list(previous.get("notes") or []) if tasks and previous else []
     return {"generator": f"iwr-bench evaluator {__version__}", "prompt_version": PROMPT_VERSION,
-            "endpoint": config.public_settings(), "tasks": tasks, "summary": {}}
+            "endpoint": config.public_settings(), "tasks": tasks, "notes": notes, "summary": {}}
 
 
 def _same_output(before: dict, now: dict) -> bool:
@@ -50,7 +51,11 @@ def summarize(tasks: dict) -> dict:
         for name, value in (outcome.get("usage") or {}).items():
             usage[name] = usage.get(name, 0) + value
     ok = sum(1 for outcome in tasks.values() if outcome.get("status") == "ok")
-    return {"tasks": len(tasks), "ok": ok, "failed": len(tasks) - ok, "usage": usage}
+    # The protocol asks for temperature 0: say when any page was made at the model's default instead.
+    default = any((outcome.get("request") or {}).get("temperature") == "default" for outcome in tasks.values()
+                  if outcome.get("status") == "ok")
+    return {"tasks": len(tasks), "ok": ok, "failed": len(tasks) - ok, "usage": usage,
+            "temperature": "default" if default else 0}
 
 
 def pages_of(out_dir: Path | str, report: dict) -> dict[str, Path]:

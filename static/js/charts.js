@@ -4,7 +4,9 @@
  * `name` of that JSON document ({data, layout, config}). Plotly's bundle is served from our
  * own static files (data-plotly on this script tag) and loaded only when a chart scrolls
  * into view, so pages stay light. Buttons inside [data-axis-switch] swap the URL of the
- * charts next to them (e.g. interaction level -> domain).
+ * charts next to them (e.g. interaction level -> domain). The server builds light figures;
+ * when the system asks for a dark theme (prefers-color-scheme) they are re-coloured here to
+ * the site's dark palette, and redrawn when the setting changes.
  */
 (function () {
   "use strict";
@@ -74,6 +76,36 @@
     return layout;
   }
 
+  var darkQuery = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  var DARK = { fg: "#e5e7eb", soft: "#cbd5e1", grid: "#273449", bg: "#131d33",
+               scale: [[0, "#17223a"], [0.5, "#3b6fd8"], [1, "#bcd3ff"]] };
+
+  function isDark() { return !!(darkQuery && darkQuery.matches); }
+
+  // The dark version of a light figure: text, grid and backgrounds from the dark palette, error
+  // bars in the text colour, and a heat map scale that runs from the background to light blue.
+  function darken(data, layout) {
+    layout = JSON.parse(JSON.stringify(layout));
+    layout.paper_bgcolor = layout.plot_bgcolor = DARK.bg;
+    layout.font = Object.assign({}, layout.font, { color: DARK.fg });
+    Object.keys(layout).forEach(function (name) {
+      if (/^[xy]axis\d*$/.test(name)) {
+        layout[name] = Object.assign({}, layout[name], { gridcolor: DARK.grid, linecolor: DARK.grid, zerolinecolor: DARK.grid });
+      }
+    });
+    data = data.map(function (trace) {
+      var copy = Object.assign({}, trace);
+      if (copy.error_x) copy.error_x = Object.assign({}, copy.error_x, { color: DARK.soft });
+      if (copy.error_y) copy.error_y = Object.assign({}, copy.error_y, { color: DARK.soft });
+      if (copy.type === "heatmap") {
+        copy.colorscale = DARK.scale;
+        copy.colorbar = Object.assign({}, copy.colorbar, { tickfont: { color: DARK.fg } });
+      }
+      return copy;
+    });
+    return { data: data, layout: layout };
+  }
+
   function draw(element) {
     var url = element.getAttribute("data-chart-url");
     var key = element.getAttribute("data-chart-key");
@@ -84,12 +116,17 @@
       var status = element.querySelector(".chart-status");
       if (status) status.remove();
       var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
-      var layout = figure.layout;
+      var layout = figure.layout, data = figure.data;
       if (window.matchMedia("(max-width: 720px)").matches) {
         config.displayModeBar = false;  // it covers the legend
         layout = narrow(figure);
       }
-      Plotly.react(element, figure.data, layout, config);
+      if (isDark()) {
+        var dark = darken(data, layout);
+        data = dark.data; layout = dark.layout;
+      }
+      element.setAttribute("data-theme", isDark() ? "dark" : "light");
+      Plotly.react(element, data, layout, config);
       element.setAttribute("data-drawn", "1");
     }).catch(function () { say(element, "The chart could not be loaded."); });
   }
@@ -123,9 +160,14 @@
     var charts = Array.prototype.slice.call(document.querySelectorAll(".chart[data-chart-url]"));
     whenVisible(charts, draw);
     setUpSwitches();
+    if (darkQuery && darkQuery.addEventListener) {
+      darkQuery.addEventListener("change", function () {
+        charts.forEach(function (chart) { if (chart.getAttribute("data-drawn")) draw(chart); });
+      });
+    }
   }
 
-  window.IWRCharts = { draw: draw };
+  window.IWRCharts = { draw: draw, darken: darken };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from evaluator.bundle import make_bundle_zip
 from leaderboard import tasksets
 from leaderboard.models import Task
-from tests.e2e.conftest import log_in, no_horizontal_overflow, snap, snap_path
+from tests.e2e.conftest import DESKTOP, log_in, no_horizontal_overflow, snap, snap_path
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry
 
@@ -152,6 +152,24 @@ def test_the_submission_page_shows_scores_charts_tasks_and_a_preview(site, reque
     page.goto(site["url"] + page.locator("#preview-open").get_attribute("href"))  # "Open in a new tab"
     expect(page.locator("body")).to_contain_text("2048")
     snap(page, f"23-preview-opened-directly-{width}")
+
+
+def test_the_page_and_its_charts_follow_a_dark_system_setting(site, browser):
+    """With the system set to dark: the site's colours and the category charts are dark, text stays legible."""
+    context = browser.new_context(viewport=DESKTOP, color_scheme="dark", locale="en-US", timezone_id="UTC")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(site["page"])
+    page.locator(".lb-categories").scroll_into_view_if_needed()
+    chart = page.locator(".lb-categories .chart[data-theme=dark]").first
+    expect(chart.locator(".main-svg").first).to_be_attached(timeout=30_000)
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(15, 23, 42)"
+    assert page.evaluate("getComputedStyle(document.body).color") == "rgb(229, 231, 235)"
+    assert chart.evaluate("element => element._fullLayout.paper_bgcolor") == "#131d33"
+    assert page.evaluate("getComputedStyle(document.querySelector('.card') || document.body).backgroundColor") \
+        in ("rgb(19, 29, 51)", "rgb(15, 23, 42)")
+    snap(page, "24-submission-dark")
+    context.close()
 
 
 def from_preview(message) -> bool:

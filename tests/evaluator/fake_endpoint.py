@@ -6,6 +6,12 @@ every request gets a good answer holding a small page. Use it as a context manag
 
     with FakeEndpoint([Reply(429, headers={"Retry-After": "3"})]) as endpoint:
         ... EndpointConfig(base_url=endpoint.base_url, ...)
+
+Modes: ``reasoning=True`` behaves like a current reasoning model's endpoint: HTTP 400 for
+``max_tokens`` (use ``max_completion_tokens``) and for any temperature but the default 1, as
+OpenAI words them, and usage with reasoning tokens. ``sse=True`` answers a request asking for
+``stream`` as server-sent events, one piece of the answer every ``event_gap`` seconds.
+``gateway_idle`` plays a gateway in front that drops a connection silent for that long.
 """
 
 from __future__ import annotations
@@ -35,6 +41,32 @@ class Reply:
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None
+    events: list | None = None  # server-sent events: dicts (as JSON) or str (sent as they are)
+
+
+REASONING_USAGE = {"prompt_tokens": 1200, "completion_tokens": 2300, "total_tokens": 3500,
+                   "completion_tokens_details": {"reasoning_tokens": 2000}}
+MAX_TOKENS_REFUSAL = {"error": {
+    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+               "Use 'max_completion_tokens' instead.",
+    "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+TEMPERATURE_REFUSAL = {"error": {
+    "message": "Unsupported value: 'temperature' does not support 0 with this model. "
+               "Only the default (1) value is supported.",
+    "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}
+
+
+def stream_events(content: str = ANSWER, pieces: int = 5, usage: dict | None = None) -> list:
+    """The events of a streamed answer: role, ``pieces`` bits of content, finish, usage, [DONE]."""
+    size = -(-len(content) // pieces)
+    chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "fake"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    events += [{**chunk, "choices": [{"index": 0, "delta": {"content": content[at:at + size]}}]}
+               for at in range(0, len(content), size)]
+    events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if usage:
+        events.append({**chunk, "choices": [], "usage": usage})
+    return [*events, "[DONE]"]
 
 
 def completion(content: str | None = ANSWER, finish_reason: str = "stop", usage: dict | None = None) -> dict:
@@ -85,17 +117,29 @@ def mean_red(jpeg: bytes) -> float:
 class FakeEndpoint:
     """The server; ``requests`` lists what it received, ``base_url`` is where it listens (…/v1)."""
 
-    def __init__(self, script: list[Reply] | None = None):
+    def __init__(self, script: list[Reply] | None = None, *, reasoning: bool = False, sse: bool = False,
+                 event_gap: float = 0.0, gateway_idle: float | None = None, host: str = "127.0.0.1",
+                 tls=None):
         self.script = list(script or [])
+        self.reasoning, self.sse, self.event_gap, self.gateway_idle = reasoning, sse, event_gap, gateway_idle
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
         self._server.daemon_threads = True
+        self.tls = tls  # an ssl.SSLContext (server side): the endpoint speaks https
+        self.server_names: list[str | None] = []  # the TLS server name (SNI) each connection asked for
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, context: self.server_names.append(name)
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
 
     def __enter__(self) -> FakeEndpoint:
         self._thread.start()
@@ -108,7 +152,18 @@ class FakeEndpoint:
     def _next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
-            return self.script.pop(0) if self.script else Reply(body=completion())
+            if self.script:
+                return self.script.pop(0)
+        body = recorded.body
+        if self.reasoning and "max_tokens" in body:
+            return Reply(400, MAX_TOKENS_REFUSAL)
+        if self.reasoning and body.get("temperature", 1) != 1:
+            return Reply(400, TEMPERATURE_REFUSAL)
+        usage = REASONING_USAGE if self.reasoning else None
+        if self.sse and body.get("stream"):
+            with_usage = (body.get("stream_options") or {}).get("include_usage")
+            return Reply(events=stream_events(usage=(usage or completion()["usage"]) if with_usage else None))
+        return Reply(body=completion(usage=usage))
 
     def _handler_class(self):
         endpoint = self
@@ -121,7 +176,15 @@ class FakeEndpoint:
                 except ValueError:
                     body = {}
                 reply = endpoint._next_reply(Recorded(self.path, dict(self.headers), body))
+                idle = endpoint.gateway_idle
+                if idle is not None and reply.delay >= idle:
+                    time.sleep(idle)  # the gateway gives up on a silent connection before the answer comes
+                    self.close_connection = True
+                    return
                 time.sleep(reply.delay)
+                if reply.events is not None:
+                    self._send_events(reply)
+                    return
                 payload = reply.body if reply.body is not None else {}
                 data = json.dumps(payload).encode() if isinstance(payload, dict) else (
                     payload.encode() if isinstance(payload, str) else payload)
@@ -138,6 +201,22 @@ class FakeEndpoint:
                     self.wfile.write(data)
                 except OSError:
                     pass  # the client gave up (timeout tests)
+
+            def _send_events(self, reply: Reply) -> None:
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    for event in reply.events:
+                        data = event if isinstance(event, str) else json.dumps(event)
+                        self.wfile.write(f"data: {data}\n\n".encode() if not data.startswith(":") else
+                                         f"{data}\n\n".encode())
+                        self.wfile.flush()
+                        time.sleep(endpoint.event_gap)
+                except OSError:
+                    pass
+                self.close_connection = True  # HTTP/1.0: the end of the stream is the end of the connection
 
             def log_message(self, *args):
                 pass

@@ -391,25 +391,40 @@ def test_it_rejects_nested_archives_by_name_and_by_content(area):
 
 def test_it_rejects_an_empty_bundle(area, tmp_path):
     """A zip with no entries, a zip holding only folders and an empty folder are all refused."""
-    empty = "bundle is empty: it holds no files"
-    assert area.rejected(area.zip([])) == [empty]
-    assert area.rejected(area.zip([("1/", b"")], name="dirs.zip")) == [empty]
+    empty = "bundle is empty: it holds no files (seen: "
+    assert area.rejected(area.zip([])) == [empty + "no entries at all)"]
+    assert area.rejected(area.zip([("1/", b"")], name="dirs.zip")) == [empty + "1 empty folder(s) such as 1/)"]
+    junk = area.zip([("__MACOSX/._1", b"x")], name="junk.zip")
+    assert area.rejected(junk) == [empty + "only operating-system metadata such as __MACOSX/._1)"]
     (tmp_path / "folder").mkdir()
-    assert area.rejected(tmp_path / "folder") == [empty]
+    assert area.rejected(tmp_path / "folder") == [empty + "no entries at all)"]
 
 
 def test_it_rejects_a_bundle_with_no_task_page(area):
     """Files but no <task>/index.html at all is fatal, naming what was seen."""
     problems = area.rejected(area.zip([("pages/one.html", PAGE), ("readme.txt", b"x")]))
-    assert problems == ["no task page found: expected <task id>/index.html (e.g. 1/index.html); "
-                        "top-level names seen: pages, readme.txt"]
+    assert problems == ["no task page found: expected <task id>/index.html or <task id>/<model folder>/index.html "
+                        "(e.g. 1/index.html), possibly inside one wrapper folder; "
+                        "seen: pages/ (holding one.html); readme.txt"]
+
+
+def test_a_bundle_of_task_folders_without_pages_names_what_they_hold(area):
+    """Task folders that hold no page anywhere: the message lists them and what is inside (never empty)."""
+    problems = area.rejected(area.zip([("out/1/gpt/page.html", PAGE), ("out/2/notes.txt", b"x")]))
+    assert problems == ["no task page found: expected <task id>/index.html or <task id>/<model folder>/index.html "
+                        "(e.g. 1/index.html), possibly inside one wrapper folder; "
+                        "seen: out/ (holding 1/, 2/)"]
 
 
 def test_it_rejects_files_that_are_not_zips(area):
     """Plain text, a tar.gz and a missing path each get their own message."""
     text = area.inputs / "bundle.zip"
     text.write_text("hello")
-    assert area.rejected(text) == ["bundle is not a zip file (or a folder)"]
+    assert area.rejected(text) == ["bundle is not a zip file (or a folder): its first bytes are 'hello'"]
+    html = area.inputs / "page.zip"
+    html.write_bytes(PAGE)
+    assert area.rejected(html) == ["bundle is not a zip file (or a folder): it is an HTML page; "
+                                   "put it in <task id>/index.html and zip the folders"]
     targz = area.inputs / "bundle.tar.gz"
     targz.write_bytes(gzip.compress(b"x" * 100))
     assert area.rejected(targz) == ["bundle is a gzip archive, not a zip file; upload a .zip"]
@@ -579,3 +594,96 @@ def test_read_page_decodes_and_post_processes(tmp_path):
     path = tmp_path / "index.html"
     path.write_bytes(b'\xef\xbb\xbf```html\n<img src="__PLACEHOLDER_ASSETS_BASE_DIR__/a.png"><iframe></iframe>\n```')
     assert read_page(path) == '<img src="/__assets__/a.png">'
+
+
+# ---------------------------------------------------------------- the official generator's layout
+
+
+def test_the_generators_nested_layout_extracts_like_the_flat_one(area, tmp_path):
+    """<task>/<model>/index.html (and the model folder's siblings) land exactly where the flat layout puts them."""
+    nested = area.zip([("1/gpt-5/index.html", PAGE), ("1/gpt-5/css/a.css", b"p{}"), ("2/gpt-5/index.html", PAGE)])
+    bundle = extract_bundle(nested, area.dest, TASKS)
+    flat_dest = tmp_path / "flat"
+    flat = extract_bundle(area.zip([("1/index.html", PAGE), ("1/css/a.css", b"p{}"), ("2/index.html", PAGE)],
+                                   name="flat.zip"), flat_dest, TASKS)
+    files = {path.relative_to(area.dest) for path in area.dest.rglob("*") if path.is_file()}
+    assert files == {path.relative_to(flat_dest) for path in flat_dest.rglob("*") if path.is_file()}
+    assert files == {Path("1/index.html"), Path("1/css/a.css"), Path("2/index.html")}
+    assert list(bundle.pages) == list(flat.pages) == ["1", "2"] and bundle.missing == flat.missing == ["3"]
+    assert bundle.layout.kind == "nested" and bundle.layout.model_folders == ["gpt-5"]
+    assert flat.layout.kind == "flat" and flat.layout.model_folders == []
+
+
+def test_the_nested_layout_is_read_inside_a_wrapper_folder(area):
+    """outputs/<task>/<model>/index.html: the wrapper is stripped, then each model folder is the task folder."""
+    source = area.zip([("outputs/1/claude/index.html", PAGE), ("outputs/3/claude/index.html", PAGE),
+                       ("outputs/1/claude/raw_answer.txt", b"answer")])
+    bundle = extract_bundle(source, area.dest, TASKS)
+    assert sorted(bundle.pages) == ["1", "3"]
+    assert (area.dest / "1" / "raw_answer.txt").read_bytes() == b"answer"
+    assert bundle.layout.as_dict() == {"kind": "nested", "wrapper": "outputs", "model_folders": ["claude"],
+                                       "nested_tasks": ["1", "3"]}
+
+
+def test_two_model_folders_in_one_task_are_refused_naming_them(area):
+    source = area.zip([("1/gpt-5/index.html", PAGE), ("1/o4/index.html", PAGE), ("2/gpt-5/index.html", PAGE)])
+    assert area.rejected(source) == ["task 1: more than one model folder holds an index.html (1/gpt-5/, 1/o4/); "
+                                     "a bundle holds one model's pages, so keep one model folder per task"]
+
+
+def test_files_outside_the_model_folder_are_left_out_with_a_warning(area):
+    source = area.zip([("1/gpt-5/index.html", PAGE), ("1/log.txt", b"x"), ("1/draft/notes.md", b"y")])
+    bundle = extract_bundle(source, area.dest, TASKS)
+    assert sorted(p.name for p in (area.dest / "1").iterdir()) == ["index.html"]
+    assert has(bundle.warnings, "task 1: ignored 2 file(s) outside its model folder gpt-5/")
+
+
+def test_a_bundle_mixing_both_layouts_takes_each_task_as_it_is(area):
+    bundle = extract_bundle(area.zip([("1/index.html", PAGE), ("2/m/index.html", PAGE)]), area.dest, TASKS)
+    assert sorted(bundle.pages) == ["1", "2"] and bundle.layout.kind == "mixed"
+    assert bundle.layout.nested_tasks == ["2"]
+
+
+def test_check_bundle_reports_pages_missing_ignored_and_layout_as_json(area):
+    """The dry run: a JSON-ready report and nothing left on disk."""
+    from evaluator.bundle import check_bundle
+
+    source = area.zip([("out/1/m/index.html", PAGE), ("out/extra/m/index.html", PAGE)])
+    report = check_bundle(source, ["1", "2"])
+    assert report == {"accepted": True, "tasks": 2, "pages": ["1"], "missing": ["2"], "ignored": ["extra"],
+                      "layout": {"kind": "nested", "wrapper": "out", "model_folders": ["m"], "nested_tasks": ["1"]},
+                      "problems": [], "warnings": report["warnings"]}
+    assert has(report["warnings"], "out/")
+    area.assert_untouched()
+    refused = check_bundle(area.zip([("1/a/index.html", PAGE), ("1/b/index.html", PAGE)], name="two.zip"), ["1"])
+    assert not refused["accepted"] and has(refused["problems"], "1/a/, 1/b/")
+    unreadable = area.inputs / "x.zip"
+    unreadable.write_bytes(b"")
+    assert check_bundle(unreadable, ["1"])["problems"] == ["bundle is not a zip file (or a folder): the file is empty"]
+    assert check_bundle(unreadable, ["1"])["layout"] is None
+
+
+@pytest.mark.browser
+def test_the_nested_layout_scores_exactly_like_the_flat_one(tmp_path):
+    """The same pages, zipped flat and in the generator's layout inside a wrapper: identical results.json scores."""
+    import json
+
+    from evaluator.runner import score
+    from tests.evaluator.test_replay import GOOD_PAGE
+    from tests.evaluator.test_runner import HALF_PAGE, SCORE_FIELDS, make_task_set
+
+    data = make_task_set(tmp_path / "set", ("1", "2", "3"))
+    pages = {"1": GOOD_PAGE, "2": HALF_PAGE}
+    flat = make_bundle_zip(pages, tmp_path / "flat.zip")
+    nested = tmp_path / "nested.zip"
+    with zipfile.ZipFile(nested, "w") as zf:
+        for key, html in pages.items():
+            zf.writestr(f"outputs/{key}/my-model/index.html", html)
+    scores = []
+    for name, bundle in (("flat", flat), ("nested", nested)):
+        score(data, bundle, tmp_path / name, workers=1, record_video=False)
+        results = json.loads((tmp_path / name / "results.json").read_text())
+        scores.append(({key: {f: task[f] for f in SCORE_FIELDS} for key, task in results["tasks"].items()},
+                       results["summary"]))
+    assert scores[0] == scores[1]
+    assert scores[0][0]["1"]["final"] > scores[0][0]["2"]["final"] > 0 == scores[0][0]["3"]["final"]

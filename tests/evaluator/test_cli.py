@@ -61,3 +61,34 @@ def test_every_command_still_parses_by_its_own_name():
         result = run(name, "--help")
         assert result.returncode == 0, result.stderr
         assert f"usage: python -m evaluator {name}" in result.stdout
+
+
+def test_check_bundle_reports_layout_pages_missing_and_ignored(tmp_path):
+    """The dry run names the layout, the tasks with and without a page and the foreign folders; --json too."""
+    import json
+    import zipfile
+
+    from tests.evaluator.fixtures.dataset_builder import build_dataset, record
+
+    data = build_dataset(tmp_path / "set", [record(1), record("todo-b"), record(3)])
+    bundle = tmp_path / "outputs.zip"
+    with zipfile.ZipFile(bundle, "w") as zf:
+        for key in ("1", "todo-b", "other"):
+            zf.writestr(f"outputs/{key}/gpt-5/index.html", "<!doctype html><p>hi</p>")
+    text = run("check-bundle", "--data", str(data), "--bundle", str(bundle))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines() == [
+        "layout: nested: <task id>/<model folder>/index.html (model folder gpt-5/) inside outputs/",
+        "pages: 2 of 3 task(s) (1, todo-b)", "no page (would score 0): 3", "ignored (no such task): other",
+        "warning: every file was inside the folder outputs/, which was read as the bundle root",
+        "accepted: scoring would take this bundle"]
+    machine = run("check-bundle", "--data", str(data), "--bundle", str(bundle), "--tasks", "1,3", "--json")
+    report = json.loads(machine.stdout)
+    assert (report["accepted"], report["pages"], report["missing"]) == (True, ["1"], ["3"])
+    assert report["ignored"] == ["other", "todo-b"] and report["layout"]["kind"] == "nested"
+    with zipfile.ZipFile(bundle, "a") as zf:
+        zf.writestr("outputs/1/o4/index.html", "<p>second model</p>")
+    refused = run("check-bundle", "--data", str(data), "--bundle", str(bundle), "--json")
+    assert refused.returncode == 1
+    assert "1/gpt-5/, 1/o4/" in json.loads(refused.stdout)["problems"][0]
+    assert run("check-bundle", "--data", str(data), "--bundle", str(bundle), "--tasks", "9").returncode == 2

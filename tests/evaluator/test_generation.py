@@ -54,7 +54,7 @@ def make_dataset(root: Path, video: Path, sheets: int = 1) -> Path:
 
 def config(endpoint: FakeEndpoint, **changes) -> gen.EndpointConfig:
     base = {"base_url": endpoint.base_url, "model": "vision-model-7b", "api_key": API_KEY, "max_tokens": 4000,
-            "timeout": 5.0, "retries": 3, "backoff": 0.5, "max_wait": 30.0}
+            "timeout": 5.0, "retries": 3, "backoff": 0.5, "max_wait": 30.0, "allow_plain_http": True}
     return gen.EndpointConfig(**{**base, **changes})
 
 
@@ -144,8 +144,10 @@ def test_it_writes_the_post_processed_page_and_a_report(tmp_path, testsrc_video)
     assert stored == report
     assert report["tasks"]["1"]["status"] == "ok" and report["tasks"]["1"]["usage"]["total_tokens"] == 1500
     assert report["summary"] == {"tasks": 2, "ok": 2, "failed": 0,
-                                 "usage": {"prompt_tokens": 2400, "completion_tokens": 600, "total_tokens": 3000}}
+                                 "usage": {"prompt_tokens": 2400, "completion_tokens": 600, "total_tokens": 3000},
+                                 "temperature": 0}
     assert report["endpoint"]["model"] == "vision-model-7b" and report["endpoint"]["temperature"] == 0
+    assert report["notes"] == [] and report["tasks"]["1"]["request"]["temperature"] == 0
 
 
 # --------------------------------------------------------------------------- failures and retries
@@ -343,7 +345,7 @@ def test_the_command_generates_a_bundle_with_the_key_from_the_environment(tmp_pa
     with FakeEndpoint() as endpoint:
         code = main(["generate", "--data", str(data), "--out", str(tmp_path / "out"), "--base-url",
                      endpoint.base_url, "--model", "m1", "--api-key-env", "MY_ENDPOINT_KEY", "--max-frames", "2",
-                     "--max-tokens", "900"])
+                     "--max-tokens", "900", "--allow-plain-http"])
     assert code == 0
     assert endpoint.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
     assert endpoint.requests[0].body["max_tokens"] == 900 and len(endpoint.requests[0].images) == 3
@@ -358,7 +360,7 @@ def test_the_command_exits_1_when_a_task_got_no_page(tmp_path, testsrc_video, mo
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     with FakeEndpoint([Reply(401, {"error": "no"})]) as endpoint:
         code = main(["generate", "--data", str(data), "--out", str(tmp_path / "out"), "--base-url",
-                     endpoint.base_url, "--model", "m1", "--retries", "0"])
+                     endpoint.base_url, "--model", "m1", "--retries", "0", "--allow-plain-http"])
     assert code == 1
     assert "no page: the endpoint refused the API key (HTTP 401)" in capsys.readouterr().err
 
@@ -375,7 +377,7 @@ def test_the_command_refuses_unusable_input_in_one_line(tmp_path, testsrc_video,
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.delenv("IWR_UNSET_KEY_VAR", raising=False)
     code = main(["generate", "--data", str(data), "--out", str(tmp_path / "out"), "--base-url",
-                 "http://127.0.0.1:9/v1", "--model", "m", *argv])
+                 "http://127.0.0.1:9/v1", "--model", "m", "--allow-plain-http", *argv])
     err = capsys.readouterr().err
     assert code == 2 and expected in err and "Traceback" not in err
 

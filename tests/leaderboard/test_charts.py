@@ -15,6 +15,8 @@ from leaderboard.models import Submission
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry, make_tasks
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 SUMMARY_A = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2},
@@ -94,13 +96,16 @@ def test_an_evaluations_category_chart_has_ifs_vfs_and_final_per_label(client, b
     assert figure["data"][2]["y"] == [56.0, 19.0]
 
 
-def test_plotly_is_served_from_the_installed_package_not_a_cdn(client):
-    """static/vendor/plotly/plotly.min.js is Plotly's own bundle, found by the static finders."""
-    path = finders.find("vendor/plotly/plotly.min.js")
-    assert path and "plotly/package_data" in path
-    response = client.get("/static/vendor/plotly/plotly.min.js")
-    assert response.status_code == 200
-    assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+def test_plotly_is_the_cartesian_bundle_fetched_from_npm_not_a_cdn(client):
+    """static/vendor/plotly/plotly-cartesian.min.js is the npm package's bundle (set-up fetches it), found by the
+    static finders; the full bundle is gone and no page names another source for it."""
+    path = finders.find("vendor/plotly/plotly-cartesian.min.js")
+    assert path and Path(path).parent.name == "plotly.js-cartesian-dist-min"
+    body = b"".join(client.get("/static/vendor/plotly/plotly-cartesian.min.js").streaming_content)
+    assert b"plotly.js (cartesian" in body[:200] and b"heatmap" in body and b"barmode" in body
+    assert len(body) < 2_500_000  # the full bundle is 4.8 MB
+    assert finders.find("vendor/plotly/plotly.min.js") is None
+    assert Path(path).parent.name in (ROOT / "scripts/npm-static.txt").read_text()
 
 
 # --------------------------------------------------------------------------- a board of baselines only
@@ -200,4 +205,44 @@ def test_the_browser_says_no_data_for_a_figure_whose_traces_are_all_null():
         assert page.get_attribute("#drawn", "data-plotted") == "1"
         assert page.get_attribute("#empty", "data-plotted") is None
         assert page.inner_text("#empty") == "No data for this chart yet."
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme, paper, body", [("light", "#ffffff", "rgb(255, 255, 255)"),
+                                                  ("dark", "#131d33", "rgb(15, 23, 42)")])
+def test_the_cartesian_bundle_draws_bars_and_heat_maps_in_the_systems_colour_scheme(scheme, paper, body):
+    """The served cartesian bundle draws the site's trace types; with the system set to dark, the site's
+    stylesheet and the charts follow it (light figures re-coloured in the browser)."""
+    from evaluator.browser import launch
+
+    light = charts.layout(xaxis={"gridcolor": "#eef0f3"})
+    figures = {"bars": {"data": [{"type": "bar", "orientation": "h", "x": [40.0], "y": ["m"],
+                                  "error_x": {"type": "data", "array": [2], "color": "#374151"}}], "layout": light},
+               "heat": {"data": [{"type": "heatmap", "x": ["L1"], "y": ["m"], "z": [[40.0]],
+                                  "colorscale": [[0, "#f8fafc"], [1, "#1e3a8a"]]}], "layout": charts.layout()}}
+    page_html = ('<link rel="stylesheet" href="/site.css"><div class="chart" id="bars" data-chart-url="/c.json" '
+                 'data-chart-key="bars"></div><div class="chart" id="heat" data-chart-url="/c.json" '
+                 'data-chart-key="heat"></div><script src="/charts.js" data-plotly="/plotly.js"></script>')
+    plotly = Path(finders.find("vendor/plotly/plotly-cartesian.min.js")).read_text()
+    bodies = {"/": (page_html, "text/html"), "/c.json": (json.dumps(figures), "application/json"),
+              "/plotly.js": (plotly, "text/javascript"),
+              "/site.css": (Path(finders.find("css/site.css")).read_text(), "text/css"),
+              "/charts.js": (Path(finders.find("js/charts.js")).read_text(), "text/javascript")}
+    with pytest.MonkeyPatch.context() as patch, launch(sandbox=True) as browser:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        context = browser.new_context(color_scheme=scheme)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.route("http://charts.test/**", lambda route: route.fulfill(
+            body=bodies[urlsplit(route.request.url).path][0], content_type=bodies[urlsplit(route.request.url).path][1]))
+        page.goto("http://charts.test/")
+        for key in ("bars", "heat"):
+            page.wait_for_selector(f"#{key}[data-drawn] .main-svg", state="attached")
+            assert page.get_attribute(f"#{key}", "data-theme") == scheme
+            assert page.evaluate(f"document.getElementById('{key}')._fullLayout.paper_bgcolor") == paper
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == body
+        error_colour = page.evaluate("document.getElementById('bars')._fullData[0].error_x.color")
+        assert (error_colour == "#374151") == (scheme == "light")
+        assert page.locator("#heat .hm image, #heat .heatmaplayer image").count() >= 1
         context.close()

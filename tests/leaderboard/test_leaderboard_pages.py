@@ -306,7 +306,7 @@ def test_pages_load_no_third_party_code(client):
     for url in ("/", "/leaderboard/categories/", "/about/", "/api/docs/"):
         body = text(client.get(url))
         assert not re.search(r'<(script|link)[^>]+(src|href)="(https?:)?//', body), url
-    assert "/static/vendor/plotly/plotly.min.js" in text(client.get("/"))
+    assert "/static/vendor/plotly/plotly-cartesian.min.js" in text(client.get("/"))
 
 
 # --------------------------------------------------------------------------- paper rows
