@@ -62,6 +62,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
     "leaderboard",
 ]
 
@@ -166,6 +168,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "leaderboard.api.pagination.Pages",
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
@@ -174,6 +178,19 @@ REST_FRAMEWORK = {
         "anon": env.get_str("IWR_API_ANON_RATE", "120/minute"),
         "user": env.get_str("IWR_API_USER_RATE", "600/minute"),
     },
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "IWR-Bench leaderboard API",
+    "DESCRIPTION": ("Read-only leaderboard and task data for everyone (anonymous requests allowed, throttled); "
+                    "submissions with a personal token (`Authorization: Token KEY`). Lists are paged with "
+                    "`offset` and `limit`; an unknown parameter value is a 400."),
+    "VERSION": "v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 EMAIL_BACKEND = env.get_choice(

@@ -14,6 +14,7 @@ urlpatterns = [
     path("", rankings.home, name="home"),
     path("leaderboard/categories/", rankings.categories, name="leaderboard-categories"),
     path("leaderboard/export/", rankings.export, name="leaderboard-export"),
+    path("leaderboard/export/tasks/", rankings.matrix_export, name="leaderboard-matrix"),
     path("leaderboard/charts/scores.json", rankings.chart_scores, name="leaderboard-chart-scores"),
     path("leaderboard/charts/categories.json", rankings.chart_categories, name="leaderboard-chart-categories"),
     # An evaluation's results, per-task replays (access-checked files) and comparisons.
@@ -30,6 +31,7 @@ urlpatterns = [
     # API documentation and schema (no CDN).
     path("api/docs/", api_docs.api_docs, name="api-docs"),
     path("api/schema/", api_docs.schema_view, name="api-schema"),
+    path("api/docs/swagger/", api_docs.swagger_view, name="api-swagger"),
     path("about/", site.about, name="about"),
     path("healthz", site.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -49,6 +51,7 @@ urlpatterns = [
     path("submissions/<int:pk>/", submission_views.submission_detail, name="submission-detail"),
     path("submissions/<int:pk>/progress.json", submission_views.submission_progress, name="submission-progress"),
     path("submissions/<int:pk>/cancel/", submission_views.submission_cancel, name="submission-cancel"),
+    path("submissions/<int:pk>/edit/", submission_views.submission_edit, name="submission-edit"),
     path("submissions/<int:pk>/results.json", submission_views.submission_results, name="submission-results"),
     # Model-endpoint submissions: the platform generates the pages, then scores them.
     path("submit/endpoint/", generation_views.submit_endpoint, name="submit-endpoint"),

@@ -50,6 +50,8 @@ class Submission(models.Model):
     code_url = models.URLField(blank=True)
     description = models.TextField(blank=True)
     public = models.BooleanField(default=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="Withdrawn by its owner: private for good, on no board.")
 
     bundle = models.FileField(upload_to="bundles/%Y/%m/", blank=True, max_length=300)
     bundle_size = models.PositiveBigIntegerField(default=0)
