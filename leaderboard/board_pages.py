@@ -38,6 +38,7 @@ COLUMNS = (  # (sort key, heading, numeric)
     ("high_level", "High-level", True), ("n_tasks", "Tasks", True), ("date", "Date", True),
 )
 HIDDEN_ON_PHONES = {"organisation", "low_level", "high_level", "n_tasks", "date"}
+OPTIONAL_COLUMNS = {"organisation", "ifs", "vfs", "low_level", "high_level", "n_tasks", "date"}  # the column chooser
 SPLIT_LABELS = {"test": "Test split (held out)", "dev": "Dev split (public)"}
 
 
@@ -129,6 +130,7 @@ def _board_context(board, sort: str, descending: bool, number: str) -> dict:
             for axis, label in ranking.AXIS_LABELS.items()
         ],
         "counts": _counts(board),
+        "clear_search": link("home", query.params(q="")),
     }
 
 
@@ -157,6 +159,7 @@ def _headers(query, sort: str, descending: bool) -> list[dict]:
         next_desc = (not descending) if current else default_desc
         headers.append({
             "key": key, "label": label, "numeric": numeric, "current": current, "hide_mobile": key in HIDDEN_ON_PHONES,
+            "optional": key in OPTIONAL_COLUMNS,
             "aria": ("descending" if descending else "ascending") if current else "none",
             "url": link("home", {**query.params(), "sort": key, "dir": "desc" if next_desc else "asc"}),
         })

@@ -15,6 +15,7 @@ urlpatterns = [
     path("leaderboard/categories/", rankings.categories, name="leaderboard-categories"),
     path("leaderboard/export/", rankings.export, name="leaderboard-export"),
     path("leaderboard/export/tasks/", rankings.matrix_export, name="leaderboard-matrix"),
+    path("models/<path:name>/", rankings.model_page, name="model-page"),
     path("leaderboard/charts/scores.json", rankings.chart_scores, name="leaderboard-chart-scores"),
     path("leaderboard/charts/categories.json", rankings.chart_categories, name="leaderboard-chart-categories"),
     # An evaluation's results, per-task replays (access-checked files) and comparisons.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -129,6 +129,19 @@ def export(request):
     filename = f"iwr-bench-{query.split}-{ranking.protocol_slug(query.protocol)}".replace(" ", "-")
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response
+
+
+@require_GET
+def model_page(request, name: str):
+    """Every public entry of one model across splits and protocol versions (404 when it has none)."""
+    found = ranking.model_entries(name)
+    if not found:
+        raise Http404("No public scored entry of this model.")
+    rows = [{"split": split, "entry": entry, "protocol_label": ranking.protocol_label(entry.protocol),
+             "board": link("home", {"split": split, "protocol": ranking.protocol_slug(entry.protocol),
+                                    "q": entry.model_name})}
+            for split, entry in found]
+    return render(request, "leaderboard/rankings/model.html", {"name": found[0][1].model_name, "rows": rows})
 
 
 @require_GET

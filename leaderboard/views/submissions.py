@@ -118,6 +118,8 @@ def submission_detail(request, pk: int):
         "entry_form": entries.EntryForm(instance=submission) if access.may_edit_entry(request.user, submission)
         else None,
         "public_results": access.may_read_results(AnonymousUser(), submission),
+        "default_temperature": submission.kind == Submission.Kind.ENDPOINT and GenerationJob.objects.filter(
+            submission=submission, ran_at_default_temperature=True).exists(),
     }
     if evaluation is not None:
         context.update(replays.evaluation_context(request, evaluation))
