@@ -34,6 +34,8 @@ def _is_xhr(request) -> bool:
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit(request):
+    if request.method == "POST" and request.POST.get("check_only"):
+        return _check_only(request)
     form = bundles.SubmissionForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
@@ -47,6 +49,17 @@ def submit(request):
         return JsonResponse({"form_html": html}, status=400)
     return render(request, "leaderboard/submissions/submit.html",
                   {"form": form, "quotas": quotas.all_statuses(request.user)}, status=400 if form.errors else 200)
+
+
+def _check_only(request):
+    """"Check only": the bundle checked against the split's tasks, nothing stored, no quota spent."""
+    form = bundles.CheckForm(request.POST, request.FILES)
+    context = {"form": form, "check": form.report if form.is_valid() else None}
+    if _is_xhr(request):
+        html = render_to_string("leaderboard/submissions/_form.html", context, request=request)
+        return JsonResponse({"form_html": html}, status=200 if context["check"] else 400)
+    return render(request, "leaderboard/submissions/submit.html",
+                  {**context, "quotas": quotas.all_statuses(request.user)}, status=200 if context["check"] else 400)
 
 
 def _accepted(request, accepted):

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from leaderboard.models import Task
 from tests.e2e.conftest import snap
 from tests.e2e.test_leaderboard_journey import populated, site  # noqa: F401 - fixtures
+from tests.leaderboard.base import make_user
+from tests.leaderboard.factories import make_entry
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 WINDOW = {"width": 1280, "height": 800}
@@ -32,6 +35,12 @@ def table_fits(page) -> bool:
 
 @pytest.mark.parametrize("path", ["/?split=dev", "/?protocol=paper"])
 def test_the_board_fits_a_1280_window(populated, window, path):  # noqa: F811
+    """Long names and organisations wrap inside their cells instead of pushing the date off the window."""
+    tasks = list(Task.objects.filter(split="dev").order_by("key"))
+    make_entry(make_user("carol"), split="dev", tasks=tasks, finals=[1.0, 0.995], model_size="1.2T-MoE-A52B",
+               model_name="Qwen2.5-VL-72B-Instruct-AWQ-long-context-preview-2026-03-01",
+               organisation="Institute for Very Long Organisation Names in Multimodal Research",
+               open_weights=True, verified=True)
     window.goto(populated["url"] + path)
     assert table_fits(window)
     snap(window, "board-1280-" + path.strip("/?").replace("=", "-"))

@@ -304,3 +304,15 @@ def test_the_schema_validates_and_documents_the_filters(client):
     assert "/api/v1/bundles/check/" in schema["paths"]
     swagger = client.get("/api/docs/swagger/").content.decode()
     assert "/static/drf_spectacular_sidecar/" in swagger and "cdn" not in swagger.lower()
+
+
+def test_the_submit_page_checks_only(client, owner, imported_sample, media, sent):
+    logged_in(client, owner)
+    data = {"split": "dev", "check_only": "1", "bundle": bundle()}
+    page = client.post("/submit/", data)
+    assert page.status_code == 200 and 'id="check-report"' in page.content.decode()
+    assert "1 of 2 tasks have a page" in page.content.decode() and "dev-b" in page.content.decode()
+    xhr = client.post("/submit/", {**data, "bundle": bundle()}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert xhr.status_code == 200 and "would be accepted" in xhr.json()["form_html"]
+    assert not Submission.objects.exists() and sent == []
+    assert 'id="check-button"' in client.get("/submit/").content.decode()
