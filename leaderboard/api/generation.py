@@ -34,7 +34,7 @@ from rest_framework.response import Response
 
 from leaderboard import access, quotas
 from leaderboard.api.answers import form_data, quota_refused, refused_or_invalid
-from leaderboard.api.pagination import paginated
+from leaderboard.api.pagination import Pages, paginated
 from leaderboard.intake import endpoints, evaluations
 from leaderboard.intake import status as submission_status
 from leaderboard.models import GenerationJob
@@ -91,6 +91,7 @@ class EndpointSubmissionViewSet(viewsets.ViewSet):
 
     permission_classes = [IsAuthenticated]
     parser_classes = [JSONParser, FormParser, MultiPartParser]
+    pagination_class = Pages  # what the schema documents; list() pages with it
 
     def list(self, request):
         """Your endpoint submissions, newest first, with their generation state."""

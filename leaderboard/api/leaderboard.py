@@ -3,11 +3,12 @@
 Query parameters: ``split`` (test | dev), ``protocol`` (a protocol name such as ``iwr-det``,
 a full name such as ``iwr-det-2``, or ``paper``), ``weights`` (all | open | proprietary),
 ``verified`` (1 | 0), ``source`` (all | evaluated | reported), ``selection`` (best | latest),
-``per_task`` (1: each entry's per-task IFS, VFS and Final; held-out split: staff only).
-``offset`` and ``limit`` page through the rows (:mod:`leaderboard.api.pagination`); ``count`` is
-the view's total and ``next`` / ``previous`` are absolute links to the neighbouring pages. Each
-page is the JSON export's document (:func:`leaderboard.exports.document`) for those rows; its
-encoded form is cached per view, page and leaderboard generation (:func:`leaderboard.board_pages.cached_page`).
+``q`` (search by model or organisation), ``per_task`` (1: each entry's per-task IFS, VFS and
+Final; held-out split: staff only). ``offset`` and ``limit`` page through the rows
+(:mod:`leaderboard.api.pagination`); ``count`` is the view's total and ``next`` / ``previous``
+are absolute links to the neighbouring pages. Each page is the JSON export's document
+(:func:`leaderboard.exports.document`) for those rows; its encoded form is cached per view,
+page and leaderboard generation (:func:`leaderboard.board_pages.cached_page`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rest_framework.response import Response
 
 from leaderboard import access, ranking
 from leaderboard.api import pagination
+from leaderboard.api.schema import OneDocument
 from leaderboard.board_pages import cached_page, page_document
 
 FLAGS = ("0", "1")
@@ -39,6 +41,9 @@ PARAMETERS = [
     _choice("verified", "Only entries verified by the maintainers.", FLAGS, "0"),
     _choice("source", "Scores evaluated here or reported in the paper.", ranking.SOURCES, "all"),
     _choice("selection", "Each researcher's best or latest submission per model.", ranking.SELECTIONS),
+    OpenApiParameter("q", str, OpenApiParameter.QUERY,
+                     description="Search: entries whose model or organisation contains it (case-insensitive, at most "
+                                 "100 characters); ranks stay those of the whole view."),
     _choice("per_task", "1: each entry gets `tasks` (per-task IFS, VFS, Final). On the held-out split only "
                         "staff get them (others get the page without them).", FLAGS, "0"),
     OpenApiParameter("offset", int, OpenApiParameter.QUERY, description="Rows to skip (pages: follow `next`)."),
@@ -46,7 +51,10 @@ PARAMETERS = [
                      description=f"Rows per page (1 to {pagination.MAX_LIMIT}, default {pagination.DEFAULT_LIMIT})."),
 ]
 
-_pair = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
+def _pair() -> serializers.ListField:
+    """A 95% interval [low, high] (a fresh field per name: a serializer field binds to one name)."""
+    return serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                 help_text="95% percentile-bootstrap interval over tasks; null without one.")
 TASK_SCORES = {"task": serializers.CharField(), "ifs": serializers.FloatField(), "vfs": serializers.FloatField(),
                "final": serializers.FloatField()}
 ENTRY = {
@@ -64,7 +72,7 @@ ENTRY = {
     "protocol": serializers.CharField(), "evaluator_version": serializers.CharField(),
     **{name: serializers.FloatField(allow_null=name in ("low_level", "high_level"))
        for name in ("final", "ifs", "vfs", "low_level", "high_level")},
-    **{name: _pair for name in ranking.INTERVAL_FIELDS},
+    **{name: _pair() for name in ranking.INTERVAL_FIELDS},
     "n_tasks": serializers.IntegerField(), "date": serializers.DateTimeField(allow_null=True),
     "tasks": inline_serializer("TaskScores", TASK_SCORES, many=True, required=False, allow_null=True,
                                help_text="With per_task=1: the entry's stored per-task scores (null: paper rows)."),
@@ -93,6 +101,7 @@ class LeaderboardViewSet(viewsets.ViewSet):
     """Ranked entries of one split under one protocol version, with 95% intervals and rank ranges."""
 
     permission_classes = [AllowAny]
+    schema = OneDocument()
 
     @extend_schema(tags=["leaderboard"], operation_id="leaderboard_list", parameters=PARAMETERS,
                    responses={200: Document, 400: OpenApiResponse(description="A parameter has an unknown value; "

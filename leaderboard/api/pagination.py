@@ -56,3 +56,4 @@ def paginated(view, request, rows_of, queryset):
     pages = Pages()
     page = pages.paginate_queryset(queryset, request, view)
     return pages.get_paginated_response(rows_of(page))
+

@@ -33,6 +33,7 @@ from rest_framework.views import APIView
 from leaderboard import access, quotas
 from leaderboard.api.answers import form_data, quota_refused, refused_or_invalid
 from leaderboard.api.pagination import paginated
+from leaderboard.api.schema import OneDocument
 from leaderboard.intake import bundles, entries, evaluations
 from leaderboard.intake import status as submission_status
 from leaderboard.models import Submission
@@ -260,6 +261,7 @@ class QuotaViewSet(viewsets.ViewSet):
     """``GET /api/v1/quota/``: submissions left today per split, and when the day resets."""
 
     permission_classes = [IsAuthenticated]
+    schema = OneDocument()
 
     @extend_schema(responses={200: inline_serializer("Quotas", {"quotas": serializers.ListField(
         child=serializers.DictField(), help_text="Per split: limit, used, remaining, resets_at.")})})

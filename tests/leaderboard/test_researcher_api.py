@@ -299,7 +299,10 @@ def test_the_schema_validates_and_documents_the_filters(client):
     tasks = {p["name"] for p in schema["paths"]["/api/v1/tasks/"]["get"]["parameters"]}
     assert {"set", "split", "interaction", "visual", "domain", "offset", "limit"} <= tasks
     board = {p["name"] for p in schema["paths"]["/api/v1/leaderboard/"]["get"]["parameters"]}
-    assert {"split", "protocol", "per_task", "offset", "limit"} <= board
+    assert {"split", "protocol", "per_task", "q", "offset", "limit"} <= board
+    for path in ("/api/v1/submissions/", "/api/v1/endpoint-submissions/", "/api/v1/tasks/"):
+        answer = schema["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert answer["$ref"].rsplit("/", 1)[1].startswith("Paginated")  # one paginator on every list
     assert "patch" in schema["paths"]["/api/v1/submissions/{id}/"]
     assert "/api/v1/bundles/check/" in schema["paths"]
     swagger = client.get("/api/docs/swagger/").content.decode()
