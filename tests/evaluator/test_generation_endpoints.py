@@ -244,3 +244,16 @@ def test_https_to_the_checked_address_sends_the_name_for_sni_and_checks_the_cert
     else:
         assert outcome["status"] == "failed" and endpoint.requests == []
         assert "TLS certificate is not valid for model.test" in outcome["reason"]
+
+
+@pytest.mark.parametrize(("message", "changed"), [
+    ("Unrecognized request argument supplied: stream_options", "stream_options"),
+    ("'stream' is not supported with this model", "stream"),
+])
+def test_endpoints_refusing_streams_get_answers_read_whole(data, tmp_path, message, changed):
+    with FakeEndpoint([Reply(400, {"error": {"message": message}})]) as endpoint:
+        report = run(data, tmp_path / "out", config(endpoint), task_keys=["1"])
+    assert report["tasks"]["1"]["status"] == "ok" and len(endpoint.requests) == 2
+    first, second = (request.body for request in endpoint.requests)
+    assert changed in first and changed not in second
+    assert report["tasks"]["1"]["request"][changed] is False and len(report["notes"]) == 1
