@@ -211,11 +211,8 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         submission = access.owned_entry(request.user, self.kwargs["pk"])
         try:
             form = entries.form_for(submission, form_data(request.data))
-        except ValueError as exc:
-            names = ", ".join(exc.args[0])
-            return Response({name: [f"{name} cannot be changed after submitting; editable: "
-                                    f"{', '.join(entries.EDITABLE)}, withdraw."] for name in exc.args[0]}
-                            | {"non_field_errors": [f"Not editable: {names}."]}, status=status.HTTP_400_BAD_REQUEST)
+        except entries.BadChange as exc:
+            return Response(exc.problems, status=status.HTTP_400_BAD_REQUEST)
         if not form.is_valid():
             return refused_or_invalid(form)
         changed = entries.save(form, request.user)

@@ -50,17 +50,35 @@ class EntryForm(forms.ModelForm):
         return cleaned
 
 
+TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no", "")
+FLAGS = ("open_weights", "public", "withdraw")
+
+
+class BadChange(ValueError):
+    """A change an entry cannot take, per field (``problems``), found before the form runs."""
+
+    def __init__(self, problems: dict[str, list[str]]):
+        super().__init__("; ".join(f"{name}: {' '.join(texts)}" for name, texts in problems.items()))
+        self.problems = problems
+
+
 def form_for(submission: Submission, changes: dict) -> EntryForm:
     """A bound form holding the entry's current values overlaid with ``changes`` (a PATCH names only
-    what it changes). Raises ValueError naming fields that cannot be changed."""
-    unknown = sorted(set(changes) - set(EDITABLE) - {"withdraw"})
-    if unknown:
-        raise ValueError(unknown)
+    what it changes). Raises BadChange for fields that cannot be changed and flags that are not
+    true or false."""
+    problems = {name: [f"{name} cannot be changed after submitting; editable: {', '.join(EDITABLE)}, withdraw."]
+                for name in sorted(set(changes) - set(EDITABLE) - {"withdraw"})}
     data = {name: getattr(submission, name) for name in EDITABLE}
-    data.update(changes)
-    for name in ("open_weights", "public", "withdraw"):  # "false", "0" from a form post or a JSON false
-        if isinstance(data.get(name), str):
-            data[name] = data[name].strip().lower() in ("1", "true", "on", "yes")
+    data.update({name: value for name, value in changes.items() if name not in problems})
+    for name in FLAGS:
+        value = data.get(name)
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text not in TRUE + FALSE:
+                problems[name] = [f"{name}={value!r} is not valid: use true or false."]
+            data[name] = text in TRUE
+    if problems:
+        raise BadChange(problems)
     return EntryForm(data, instance=submission)
 
 

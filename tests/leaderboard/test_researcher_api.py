@@ -261,6 +261,9 @@ def test_edit_errors_are_specific(owner, collaborator, staff):
     bad = patch(owner, entry.submission_id, {"paper_url": "not a url at all", "model_name": "x"}).json()
     assert "model_name cannot be changed" in bad["model_name"][0]
     assert "paper_url" in patch(owner, entry.submission_id, {"paper_url": "ht!tp://"}).json()
+    flag = patch(owner, entry.submission_id, {"public": "maybe"}).json()
+    assert flag == {"public": ["public='maybe' is not valid: use true or false."]}
+    assert Submission.objects.get(pk=entry.submission_id).public
     assert patch(collaborator, entry.submission_id, {"description": "mine"}).status_code == 403
     assert patch(staff, entry.submission_id, {"description": "mine"}).status_code == 403
     Submission.objects.filter(pk=entry.submission_id).update(public=False)
