@@ -60,3 +60,13 @@ def test_columns_can_be_hidden_and_the_board_searched(populated, window):  # noq
     page.wait_for_url("**q=beta**")
     expect(page.locator("#leaderboard-table tbody tr")).to_have_count(1)
     expect(page.locator("#search-note")).to_be_visible()
+
+
+def test_swagger_ui_renders_from_our_own_static_files(populated, window):  # noqa: F811
+    page = window
+    seen = []
+    page.on("request", lambda request: seen.append(request.url))
+    page.goto(populated["url"] + "/api/docs/swagger/")
+    expect(page.locator(".swagger-ui .opblock-summary-path", has_text="/api/v1/tasks/").first).to_be_visible()
+    assert seen and all(url.startswith(populated["url"]) for url in seen if url.startswith("http"))
+    snap(page, "api-swagger-1280")
