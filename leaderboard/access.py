@@ -16,6 +16,7 @@ object of someone else is indistinguishable from a missing one).
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -62,6 +63,32 @@ def secrets_for(viewer, tasks) -> list[str]:
     return [] if is_staff(viewer) else split_secrets(tasks)
 
 
+def per_task_public(split: str) -> bool:
+    """Per-task scores of a board's entries are public on the dev split only: on the held-out split,
+    task-by-task scores would let anyone probe the hidden tasks one at a time."""
+    return split == Split.DEV
+
+
+def may_see_per_task(user, split: str) -> bool:
+    """Per-task scores: public ones (:func:`per_task_public`) for everyone, all of them for staff."""
+    return per_task_public(split) or is_staff(user)
+
+
+def may_edit_entry(user, submission: Submission) -> bool:
+    """Only the owner changes an entry's details, visibility or withdraws it (maintainers use the admin)."""
+    return user.is_authenticated and submission.owner_id == user.pk and submission.kind in (
+        Submission.Kind.BUNDLE, Submission.Kind.ENDPOINT)
+
+
+def may_read_results(user, submission: Submission) -> bool:
+    """The results document (per-task scores and step verdicts): its managers, and everyone for a
+    public dev-split entry that is not a held-out baseline. A held-out entry's per-task scores
+    stay with its managers (:func:`may_see_per_task`)."""
+    if can_manage(user, submission):
+        return True
+    return submission.public and submission.split == Split.DEV and not reveals_ground_truth(submission)
+
+
 def reveals_ground_truth(submission: Submission) -> bool:
     """Whether what ``submission``'s pages show is held-out ground truth: the evaluator's baselines of
     a held-out split are built from its reference pages, so their bundle, live preview, screenshots
@@ -88,6 +115,23 @@ def managed_submission(user, pk) -> Submission:
     """The submission if ``user`` may manage it (owner or staff), else 404."""
     submission = viewable_submission(user, pk)
     if not can_manage(user, submission):
+        raise Http404(NO_SUBMISSION)
+    return submission
+
+
+def owned_entry(user, pk) -> Submission:
+    """The submission if ``user`` may edit it (:func:`may_edit_entry`); 404 when they cannot open it,
+    403 when they can but it is not theirs (a public entry, or staff reading one)."""
+    submission = viewable_submission(user, pk)
+    if not may_edit_entry(user, submission):
+        raise PermissionDenied("Only the entry's owner can change it.")
+    return submission
+
+
+def readable_results(user, pk) -> Submission:
+    """The submission if ``user`` may read its results document (:func:`may_read_results`), else 404."""
+    submission = viewable_submission(user, pk)
+    if not may_read_results(user, submission):
         raise Http404(NO_SUBMISSION)
     return submission
 

@@ -21,8 +21,8 @@ from django.core.paginator import Paginator
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from leaderboard import access, exports, ranking
 from leaderboard import cache as board_cache
-from leaderboard import exports, ranking
 from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.tasks import Split
@@ -38,6 +38,7 @@ COLUMNS = (  # (sort key, heading, numeric)
     ("high_level", "High-level", True), ("n_tasks", "Tasks", True), ("date", "Date", True),
 )
 HIDDEN_ON_PHONES = {"organisation", "low_level", "high_level", "n_tasks", "date"}
+OPTIONAL_COLUMNS = {"organisation", "ifs", "vfs", "low_level", "high_level", "n_tasks", "date"}  # the column chooser
 SPLIT_LABELS = {"test": "Test split (held out)", "dev": "Dev split (public)"}
 
 
@@ -102,7 +103,7 @@ def warm_default_views(splits=("test", "dev")) -> None:
     for split in splits:
         query = ranking.parse_query({"split": split})
         page_body(query)
-        cached_page(query, 0, DEFAULT_LIMIT)
+        cached_page(query, 0, DEFAULT_LIMIT, api_base())
 
 
 def _board_context(board, sort: str, descending: bool, number: str) -> dict:
@@ -117,6 +118,9 @@ def _board_context(board, sort: str, descending: bool, number: str) -> dict:
         "page": page, "headers": _headers(query, sort, descending), "in_rank_order": sort == "rank" and descending,
         "page_links": _page_links(query, sort, descending, page),
         "exports": {fmt: link("leaderboard-export", {**query.params(), "format": fmt}) for fmt in exports.FORMATS},
+        # Per-task scores of a held-out split are not public: the page (cached for everyone) does not link them.
+        "matrix": ({fmt: link("leaderboard-matrix", {**query.params(), "format": fmt})
+                    for fmt in exports.MATRIX_FORMATS} if access.per_task_public(query.split) else None),
         "api_url": link("api-leaderboard-list", query.params()),
         "scores_chart": link("leaderboard-chart-scores", query.params()),
         "categories_url": link("leaderboard-categories", query.params()),
@@ -126,6 +130,7 @@ def _board_context(board, sort: str, descending: bool, number: str) -> dict:
             for axis, label in ranking.AXIS_LABELS.items()
         ],
         "counts": _counts(board),
+        "clear_search": link("home", query.params(q="")),
     }
 
 
@@ -154,6 +159,7 @@ def _headers(query, sort: str, descending: bool) -> list[dict]:
         next_desc = (not descending) if current else default_desc
         headers.append({
             "key": key, "label": label, "numeric": numeric, "current": current, "hide_mobile": key in HIDDEN_ON_PHONES,
+            "optional": key in OPTIONAL_COLUMNS,
             "aria": ("descending" if descending else "ascending") if current else "none",
             "url": link("home", {**query.params(), "sort": key, "dir": "desc" if next_desc else "asc"}),
         })
@@ -174,25 +180,37 @@ def _page_links(query, sort: str, descending: bool, page) -> dict:
 # --------------------------------------------------------------------------- the API's pages
 
 
-def cached_page(query: ranking.Query, offset: int, limit: int) -> bytes:
-    """The encoded page, served from the cache without unpickling the board (one cache read when warm)."""
-    key = board_cache.key("api", query.key(), offset, limit, generation=get_generation())
+def api_base() -> str:
+    """The list's absolute URL as readers reach it (the site's address), for warming its pages."""
+    return settings.SITE_URL.rstrip("/") + LIST_PATH
+
+
+def cached_page(query: ranking.Query, offset: int, limit: int, base: str = LIST_PATH, per_task: bool = False) -> bytes:
+    """The encoded page, served from the cache without unpickling the board (one cache read when warm).
+
+    ``base`` is the list's absolute URL (its links start with it); ``per_task`` adds each entry's
+    per-task scores (callers decide whether the reader may see them: :func:`access.may_see_per_task`)."""
+    base_key = hashlib.sha256(base.encode()).hexdigest()[:16]
+    key = board_cache.key("api", query.key(), offset, limit, base_key, int(per_task), generation=get_generation())
     body = cache.get(key)
     if body is None:
-        body = json.dumps(page_document(ranking.leaderboard(query), offset, limit), separators=(",", ":")).encode()
+        document = page_document(ranking.leaderboard(query), offset, limit, base, per_task)
+        body = json.dumps(document, separators=(",", ":")).encode()
         cache.set(key, body, CACHE_SECONDS)
     return body
 
 
-def page_document(board: ranking.Leaderboard, offset: int, limit: int) -> dict:
-    """One page of the view's document, with the total count and links to the neighbouring pages."""
-    data = exports.document(board, offset, offset + limit)
+def page_document(board: ranking.Leaderboard, offset: int, limit: int, base: str = LIST_PATH,
+                  per_task: bool = False) -> dict:
+    """One page of the view's document, with the total count and links to the neighbouring pages
+    (``base`` and the view's parameters); ``per_task`` adds each entry's ``tasks`` scores."""
+    data = exports.document(board, offset, offset + limit, per_task=per_task)
     data.update(offset=offset, limit=limit, next=None, previous=None)
-    params = board.query.params()
+    params = {**board.query.params(), **({"per_task": 1} if per_task else {})}
     if offset + limit < len(board.entries):
-        data["next"] = f"{LIST_PATH}?{urlencode({**params, 'offset': offset + limit, 'limit': limit})}"
+        data["next"] = f"{base}?{urlencode({**params, 'offset': offset + limit, 'limit': limit})}"
     if offset > 0:
-        data["previous"] = f"{LIST_PATH}?{urlencode({**params, 'offset': max(0, offset - limit), 'limit': limit})}"
+        data["previous"] = f"{base}?{urlencode({**params, 'offset': max(0, offset - limit), 'limit': limit})}"
     return data
 
 

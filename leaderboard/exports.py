@@ -14,7 +14,9 @@ import json
 
 from django.utils import timezone
 
+from leaderboard.models import TaskResult
 from leaderboard.ranking import CONFIDENCE, SCORE_FIELDS, Entry, Leaderboard, percent, protocol_label
+from leaderboard.tasksets import natural_key
 
 CSV_COLUMNS = (
     "rank", "rank_best", "rank_worst", "tied_with_previous", "model", "organisation", "model_size", "kind",
@@ -41,9 +43,34 @@ def method(board: Leaderboard) -> dict:
     }
 
 
-def document(board: Leaderboard, start: int = 0, stop: int | None = None) -> dict:
-    """The JSON document of a view (the JSON export; the API's pages hold entries[start:stop])."""
+PER_TASK_FIELDS = ("ifs", "vfs", "final")
+
+
+def per_task_scores(entries) -> dict[int, list[dict]]:
+    """Each evaluated entry's stored per-task scores (``task``, IFS, VFS, Final), tasks in natural
+    order, by evaluation id: one query for all of them. Entries reported in the paper have none."""
+    ids = [entry.evaluation_id for entry in entries if not entry.is_paper]
+    found: dict[int, list[dict]] = {pk: [] for pk in ids}
+    rows = TaskResult.objects.filter(evaluation_id__in=ids).values_list("evaluation_id", "task__key", *PER_TASK_FIELDS)
+    for evaluation_id, key, *values in rows:
+        found[evaluation_id].append({"task": key, **dict(zip(PER_TASK_FIELDS, values, strict=True))})
+    for scores in found.values():
+        scores.sort(key=lambda row: natural_key(row["task"]))
+    return found
+
+
+def document(board: Leaderboard, start: int = 0, stop: int | None = None, per_task: bool = False) -> dict:
+    """The JSON document of a view (the JSON export; the API's pages hold entries[start:stop]).
+
+    ``per_task`` adds ``tasks`` to every entry (null for the paper's reported rows); whether the
+    reader may see them is the caller's rule (:func:`leaderboard.access.may_see_per_task`)."""
     query = board.query
+    shown = board.entries[start:stop]
+    rows = [entry.as_dict() for entry in shown]
+    if per_task:
+        scores = per_task_scores(shown)
+        for entry, row in zip(shown, rows, strict=True):
+            row["tasks"] = scores.get(entry.evaluation_id)
     return {
         "split": query.split,
         "protocol": query.protocol,
@@ -53,7 +80,7 @@ def document(board: Leaderboard, start: int = 0, stop: int | None = None) -> dic
         "scores": "fractions in [0, 1]",
         "method": method(board),
         "count": len(board.entries),
-        "entries": [entry.as_dict() for entry in board.entries[start:stop]],
+        "entries": rows,
         "flagged": [{"evaluation_id": f.evaluation_id, "model_name": f.model_name, "organisation": f.organisation,
                      "reason": f.reason} for f in board.flagged],
     }
@@ -150,6 +177,44 @@ def to_latex(board: Leaderboard) -> str:
         r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}.}}", r"\end{table}", "",
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the entries x tasks matrix
+
+MATRIX_FORMATS = ("csv", "json")
+
+
+def matrix(board: Leaderboard) -> dict:
+    """Entries x tasks: every evaluated entry of the view (rank order) with its IFS, VFS and Final on
+    each task of the view (fractions; null where the entry has no result for that task)."""
+    evaluated = [entry for entry in board.entries if not entry.is_paper]
+    scores = per_task_scores(evaluated)
+    tasks = sorted({row["task"] for rows in scores.values() for row in rows}, key=natural_key)
+    entries = []
+    for entry in evaluated:
+        by_task = {row["task"]: row for row in scores[entry.evaluation_id]}
+        entries.append({
+            "rank": entry.rank, "evaluation_id": entry.evaluation_id, "model_name": entry.model_name,
+            "organisation": entry.organisation, "baseline": entry.is_baseline,
+            **{name: [by_task[key][name] if key in by_task else None for key in tasks] for name in PER_TASK_FIELDS},
+        })
+    query = board.query
+    return {"split": query.split, "protocol": query.protocol, "selection": query.selection,
+            "generation": board.generation, "scores": "fractions in [0, 1]", "tasks": tasks, "entries": entries}
+
+
+def matrix_csv(board: Leaderboard) -> str:
+    """One line per entry and score (final, ifs, vfs), one column per task; fractions in [0, 1]."""
+    data = matrix(board)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["rank", "evaluation_id", "model", "organisation", "score", *data["tasks"]])
+    for row in data["entries"]:
+        for name in ("final", "ifs", "vfs"):
+            cells = ["" if value is None else f"{value:.6g}" for value in row[name]]
+            writer.writerow(["" if row["rank"] is None else row["rank"], row["evaluation_id"],
+                             _cell(row["model_name"]), _cell(row["organisation"]), name, *cells])
+    return out.getvalue()
 
 
 FORMATS = {

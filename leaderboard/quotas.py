@@ -22,7 +22,13 @@ COUNTED_KINDS = (Submission.Kind.BUNDLE, Submission.Kind.ENDPOINT)
 
 
 class QuotaExceeded(Exception):
-    """The user has no submission left for this split today; the message says when it resets."""
+    """The user has no submission left for this split today; the message says when it resets.
+
+    ``status`` is the :class:`QuotaStatus` that refused it (``retry_after`` comes from it)."""
+
+    def __init__(self, message: str, status: QuotaStatus | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,14 @@ class QuotaStatus:
     def as_dict(self) -> dict:
         return {"split": self.split, "limit": self.limit, "used": self.used, "remaining": self.remaining,
                 "resets_at": self.resets_at.isoformat()}
+
+    def retry_after(self, now: dt.datetime | None = None) -> int | None:
+        """Whole seconds until the quota resets (UTC midnight), or None when the split is closed
+        (no reset would help)."""
+        if self.limit <= 0:
+            return None
+        seconds = (self.resets_at - (now or timezone.now())).total_seconds()
+        return max(1, int(seconds + 0.999))
 
 
 def daily_limit(split: str) -> int:
@@ -75,7 +89,13 @@ def charge(user, split: str) -> None:
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     current = status(user, split)
     if current.remaining <= 0:
-        raise QuotaExceeded(exceeded_message(current))
+        raise QuotaExceeded(exceeded_message(current), current)
+
+
+def refusal(user, split: str) -> QuotaStatus | None:
+    """The quota status refusing a submission to ``split`` now, or None when one is left."""
+    current = status(user, split)
+    return current if current.remaining <= 0 else None
 
 
 def exceeded_message(current: QuotaStatus) -> str:

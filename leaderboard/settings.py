@@ -64,6 +64,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     *websettings.ACCOUNT_APPS,
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
     "leaderboard",
 ]
 
@@ -178,6 +180,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "leaderboard.api.pagination.Pages",
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
@@ -189,6 +193,19 @@ REST_FRAMEWORK = {
     },
     # Behind the proxy, throttles key on the client address it appended to X-Forwarded-For.
     "NUM_PROXIES": websettings.TRUSTED_PROXIES,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "IWR-Bench leaderboard API",
+    "DESCRIPTION": ("Read-only leaderboard and task data for everyone (anonymous requests allowed, throttled); "
+                    "submissions with a personal token (`Authorization: Token KEY`). Lists are paged with "
+                    "`offset` and `limit`; an unknown parameter value is a 400."),
+    "VERSION": "v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 EMAIL_BACKEND = env.get_choice(

@@ -16,6 +16,8 @@ urlpatterns = [
     path("", rankings.home, name="home"),
     path("leaderboard/categories/", rankings.categories, name="leaderboard-categories"),
     path("leaderboard/export/", throttled("exports")(rankings.export), name="leaderboard-export"),
+    path("leaderboard/export/tasks/", throttled("exports")(rankings.matrix_export), name="leaderboard-matrix"),
+    path("models/<path:name>/", rankings.model_page, name="model-page"),
     path("leaderboard/charts/scores.json", throttled("charts")(rankings.chart_scores), name="leaderboard-chart-scores"),
     path("leaderboard/charts/categories.json", throttled("charts")(rankings.chart_categories),
          name="leaderboard-chart-categories"),
@@ -34,6 +36,7 @@ urlpatterns = [
     # API documentation and schema (no CDN).
     path("api/docs/", api_docs.api_docs, name="api-docs"),
     path("api/schema/", api_docs.schema_view, name="api-schema"),
+    path("api/docs/swagger/", api_docs.swagger_view, name="api-swagger"),
     path("about/", site.about, name="about"),
     path("healthz", site.healthz, name="healthz"),
     # Accounts (django-allauth): the old names of login, logout and sign-up point at its views.
@@ -55,6 +58,7 @@ urlpatterns = [
     path("submissions/<int:pk>/", submission_views.submission_detail, name="submission-detail"),
     path("submissions/<int:pk>/progress.json", submission_views.submission_progress, name="submission-progress"),
     path("submissions/<int:pk>/cancel/", submission_views.submission_cancel, name="submission-cancel"),
+    path("submissions/<int:pk>/edit/", submission_views.submission_edit, name="submission-edit"),
     path("submissions/<int:pk>/results.json", submission_views.submission_results, name="submission-results"),
     # Model-endpoint submissions: the platform generates the pages, then scores them.
     path("submit/endpoint/", verified_email_required(generation_views.submit_endpoint), name="submit-endpoint"),

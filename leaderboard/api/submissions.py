@@ -5,9 +5,16 @@
                                             description, public -> 201 {id, status, ..., notes}
     GET  /api/v1/submissions/               your own submissions
     GET  /api/v1/submissions/ID/            status, progress, scores when scored, failure reason
+    PATCH /api/v1/submissions/ID/           owner: organisation, model_size, open_weights, paper_url,
+                                            code_url, description, public, withdraw -> 200 the new state
     POST /api/v1/submissions/ID/cancel/     cancel (queued: quota refunded)
-    GET  /api/v1/submissions/ID/results/    results as JSON (owner; held-out split: scores only)
+    GET  /api/v1/submissions/ID/results/    results as JSON (owner; public dev entries: everyone;
+                                            held-out split: scores only)
+    POST /api/v1/bundles/check/             the submit fields (model_name optional) -> 200 check report;
+                                            no quota spent, nothing stored
     GET  /api/v1/quota/                     what is left today, per split
+
+Lists are paged (:mod:`leaderboard.api.pagination`); over quota is a 429 with ``Retry-After``.
 
 The same form and rules as the Submit page. A submission that is not yours and not public
 is a 404, like one that does not exist.
@@ -15,16 +22,20 @@ is a 404, like one that does not exist.
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.schemas.openapi import AutoSchema
+from rest_framework.views import APIView
 
 from leaderboard import access, quotas
 from leaderboard.accounts import HasVerifiedEmail
-from leaderboard.intake import bundles, evaluations
+from leaderboard.api.answers import form_data, quota_refused, refused_or_invalid
+from leaderboard.api.pagination import paginated
+from leaderboard.api.schema import OneDocument
+from leaderboard.intake import bundles, entries, evaluations
 from leaderboard.intake import status as submission_status
 from leaderboard.models import Submission
 
@@ -120,45 +131,53 @@ class ResultsSerializer(SubmissionSerializer):
         fields = [*SubmissionSerializer.Meta.fields, "summary", "tasks"]
 
 
-class SubmissionSchema(AutoSchema):
-    """A request body only where there is one (creating); the results download has its own shape."""
+class EntryChangeSerializer(serializers.Serializer):
+    """What an owner may change with PATCH (only the fields sent change)."""
 
-    def _action(self) -> str | None:
-        return getattr(self.view, "action", None)
-
-    def get_request_body(self, path, method):
-        return super().get_request_body(path, method) if self._action() == "create" else {}
-
-    def get_response_serializer(self, path, method):
-        return ResultsSerializer() if self._action() == "results" else SubmissionSerializer()
-
-    def get_responses(self, path, method):
-        responses = super().get_responses(path, method)
-        if self._action() == "cancel":  # a state change, answered 200 with the new state
-            responses = {"200": responses.get("201") or responses.get("200")}
-        return responses
+    organisation = serializers.CharField(required=False, allow_blank=True)
+    model_size = serializers.CharField(required=False, allow_blank=True)
+    open_weights = serializers.BooleanField(required=False)
+    paper_url = serializers.URLField(required=False, allow_blank=True)
+    code_url = serializers.URLField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    public = serializers.BooleanField(required=False, help_text="A withdrawn entry cannot be made public again.")
+    withdraw = serializers.BooleanField(required=False, help_text="true: off every board for good (private).")
 
 
-def form_problems(form) -> dict:
-    """Form errors as ``{field: [messages]}``; errors of the whole form under ``non_field_errors``."""
-    problems = {field: [str(message) for message in messages] for field, messages in form.errors.items()}
-    if "__all__" in problems:
-        problems["non_field_errors"] = problems.pop("__all__")
-    return problems
+CheckReport = inline_serializer("BundleCheckReport", {
+    "accepted": serializers.BooleanField(help_text="Whether a submission of this bundle would be taken."),
+    "tasks": serializers.IntegerField(help_text="Published tasks of the split."),
+    "pages": serializers.ListField(child=serializers.CharField(), help_text="Tasks with a page."),
+    "missing": serializers.ListField(child=serializers.CharField(), help_text="Tasks that would score 0."),
+    "ignored": serializers.ListField(child=serializers.CharField(), help_text="Top-level folders matching no task."),
+    "layout": serializers.DictField(allow_null=True, help_text="kind: flat, nested, mixed or none."),
+    "problems": serializers.ListField(child=serializers.CharField(), help_text="Why it would be refused."),
+    "warnings": serializers.ListField(child=serializers.CharField()),
+})
+PROBLEMS = OpenApiResponse(description="Every problem, per field (`non_field_errors` for the whole form).")
+OVER_QUOTA = OpenApiResponse(description="No submission left today: `Retry-After` gives the seconds to the reset.")
 
 
+@extend_schema_view(
+    list=extend_schema(summary="Your own submissions, newest first (paged)."),
+    retrieve=extend_schema(summary="One submission (yours, or a public one)."),
+    create=extend_schema(request={"multipart/form-data": SubmissionSerializer},
+                         responses={201: SubmissionSerializer, 400: PROBLEMS, 429: OVER_QUOTA}),
+    partial_update=extend_schema(request=EntryChangeSerializer,
+                                 responses={200: SubmissionSerializer, 400: PROBLEMS,
+                                            403: OpenApiResponse(description="Not your entry.")}),
+    cancel=extend_schema(request=None, responses={200: SubmissionSerializer,
+                                                  409: OpenApiResponse(description="It has finished.")}),
+    results=extend_schema(responses={200: ResultsSerializer}),
+)
 class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Your submissions: submit a bundle, follow its scoring, cancel it, download its results."""
+    """Your submissions: submit a bundle, follow its scoring, change its details, cancel it, download its results."""
 
     permission_classes = [IsAuthenticated, HasVerifiedEmail]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
     serializer_class = SubmissionSerializer
-    schema = SubmissionSchema()
-
-    def get_queryset(self):
-        if self.action == "list":
-            return Submission.objects.filter(owner=self.request.user).order_by("-created_at")
-        return access.visible_submissions(self.request.user)
+    queryset = Submission.objects.none()  # every action reads through leaderboard.access
+    http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_object(self) -> Submission:
         return access.viewable_submission(self.request.user, self.kwargs["pk"])
@@ -168,10 +187,9 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def list(self, request, *args, **kwargs):
         """Your own submissions, newest first."""
-        page = self.paginate_queryset(self.get_queryset())
-        shown = page or self.get_queryset()
-        rows = [submission_status.status_payload(submission, request.user) for submission in shown]
-        return self.get_paginated_response(rows) if page is not None else Response(rows)
+        mine = Submission.objects.filter(owner=request.user).order_by("-created_at", "-pk")
+        return paginated(self, request, lambda page: [submission_status.status_payload(s, request.user)
+                                                      for s in page], mine)
 
     def retrieve(self, request, *args, **kwargs):
         """One submission (yours, or a public one): status, progress, scores once scored, failure reason."""
@@ -181,13 +199,25 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         """Submit a bundle (multipart): 201 with the new submission, 400 listing every problem, 429 over quota."""
         form = bundles.SubmissionForm(request.POST, request.FILES, user=request.user)
         if not form.is_valid():
-            return Response(form_problems(form), status=status.HTTP_400_BAD_REQUEST)
+            return refused_or_invalid(form)
         try:
             accepted = bundles.accept(form, request.user)
         except quotas.QuotaExceeded as exc:
-            return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            return quota_refused(exc.status, str(exc))
         payload = submission_status.status_payload(accepted.submission, request.user)
         return Response({**payload, "notes": accepted.notes}, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        """Change your entry's details or visibility, or withdraw it: 200 with its state, 400 per field."""
+        submission = access.owned_entry(request.user, self.kwargs["pk"])
+        try:
+            form = entries.form_for(submission, form_data(request.data))
+        except entries.BadChange as exc:
+            return Response(exc.problems, status=status.HTTP_400_BAD_REQUEST)
+        if not form.is_valid():
+            return refused_or_invalid(form)
+        changed = entries.save(form, request.user)
+        return Response({**submission_status.status_payload(submission, request.user), "changed": changed.fields})
 
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
@@ -199,19 +229,39 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(submission_status.status_payload(submission, request.user))
 
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=[])
     def results(self, request, pk=None):
-        """Your submission's results as a JSON download (held-out split: scores only, no step details)."""
-        submission = self._managed()
+        """The results as a JSON download: yours, or any public dev entry's (held-out split: scores only)."""
+        submission = access.readable_results(request.user, pk)
         response = Response(submission_status.results_document(submission, request.user))
         response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.json"'
         return response
+
+
+class BundleCheckView(APIView):
+    """``POST /api/v1/bundles/check/``: a dry run of submitting a bundle (no quota, nothing stored)."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": SubmissionSerializer}, responses={200: CheckReport, 400: PROBLEMS},
+                   operation_id="bundles_check", tags=["bundles"])
+    def post(self, request):
+        """Check a bundle against the split's published tasks: 200 the report (``accepted`` false
+        with its ``problems`` when it would be refused), 400 when the fields themselves are wrong."""
+        form = bundles.CheckForm(request.POST, request.FILES)
+        if not form.is_valid() or form.report is None:
+            return refused_or_invalid(form)
+        return Response(form.report)
 
 
 class QuotaViewSet(viewsets.ViewSet):
     """``GET /api/v1/quota/``: submissions left today per split, and when the day resets."""
 
     permission_classes = [IsAuthenticated]
+    schema = OneDocument()
 
+    @extend_schema(responses={200: inline_serializer("Quotas", {"quotas": serializers.ListField(
+        child=serializers.DictField(), help_text="Per split: limit, used, remaining, resets_at.")})})
     def list(self, request):
         return Response({"quotas": [item.as_dict() for item in quotas.all_statuses(request.user)]})

@@ -1,16 +1,20 @@
 """``/api/v1/tasks/``: published tasks with their public inputs (never ground truth).
 
-Filters (query parameters): ``set``, ``split``, ``interaction``, ``visual``, ``domain``.
+Filters (query parameters): ``set``, ``split``, ``interaction``, ``visual``, ``domain``; a value no
+published task has is a 400 listing the known ones. Paged like every list (``offset``, ``limit``).
 """
 
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from leaderboard import tasksets
+from leaderboard.api.pagination import Pages
 from leaderboard.models import Task
 
 
@@ -31,7 +35,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "page", "inputs_zip", "video", "stitched_assets", "assets",
         ]
 
-    def get_categories(self, task: Task) -> dict:
+    def get_categories(self, task: Task) -> dict[str, str]:
         return {
             "interaction_complexity": task.interaction_complexity,
             "visual_complexity": task.visual_complexity,
@@ -71,13 +75,30 @@ class TaskSerializer(serializers.ModelSerializer):
         return [self._file_url(task, path) for path in self._files(task).assets]
 
 
+FILTER_HELP = {
+    "set": "Task set slug.", "split": "Split: dev (public ground truth) or test (held out).",
+    "interaction": "Interaction complexity (e.g. L1).", "visual": "Visual complexity (e.g. L2).",
+    "domain": "Domain (e.g. Education).",
+}
+FILTER_PARAMETERS = [OpenApiParameter(name, str, OpenApiParameter.QUERY, description=FILTER_HELP[name]
+                                      + " An unknown value is a 400.") for name in tasksets.FILTERS]
+
+
+@extend_schema_view(list=extend_schema(parameters=FILTER_PARAMETERS))
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     """Published tasks and links to their public inputs."""
 
     serializer_class = TaskSerializer
     permission_classes = [AllowAny]
     throttle_classes = [AnonRateThrottle, UserRateThrottle]  # rates: IWR_API_ANON_RATE / IWR_API_USER_RATE
+    pagination_class = Pages
 
     def get_queryset(self):
-        queryset, _chosen = tasksets.filter_tasks(tasksets.public_tasks(), self.request.query_params)
+        if self.action != "list":
+            return tasksets.public_tasks()
+        params = self.request.query_params
+        problems = tasksets.filter_problems(tasksets.public_tasks(), params)
+        if problems:
+            raise ValidationError({"detail": "; ".join(problems)})
+        queryset, _chosen = tasksets.filter_tasks(tasksets.public_tasks(), params)
         return queryset

@@ -1,6 +1,7 @@
 """Routes of ``/api/v1/``. Each area registers its viewsets on the router here."""
 
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from leaderboard.api import generation as generation_api
@@ -17,5 +18,6 @@ router.register("endpoint-submissions", generation_api.EndpointSubmissionViewSet
                 basename="api-endpoint-submission")
 
 urlpatterns = [
+    path("bundles/check/", submission_api.BundleCheckView.as_view(), name="api-bundle-check"),
     *router.urls,
 ]

@@ -31,6 +31,7 @@ from leaderboard.models import Evaluation, Submission
 from leaderboard.models.tasks import Split
 
 BUNDLE_SUFFIXES = (".zip",)
+DEFAULT_PROTOCOL = "iwr-det"  # what an upload naming no protocol is scored under
 
 
 @dataclass
@@ -62,7 +63,8 @@ class SubmissionForm(forms.ModelForm):
     """The fields of a bundle submission, shared by the Submit page and the API."""
 
     bundle = forms.FileField(help_text="A .zip with one <task id>/index.html per task.")
-    protocol = forms.ChoiceField(choices=(), initial="iwr-det")
+    protocol = forms.ChoiceField(choices=(), initial=DEFAULT_PROTOCOL, required=False,
+                                 help_text=f"Scoring protocol (default {DEFAULT_PROTOCOL}).")
     paper_url = forms.URLField(required=False, assume_scheme="https", label="Paper link")
     code_url = forms.URLField(required=False, assume_scheme="https", label="Code link")
 
@@ -81,6 +83,15 @@ class SubmissionForm(forms.ModelForm):
         self.fields["split"].initial = Split.DEV
         self.fields["bundle"].widget.attrs.update({"accept": ".zip", "data-max-bytes": str(max_bundle_bytes())})
         self.report = None
+        self.quota_refusal = None  # the QuotaStatus that refused it, when the quota did
+
+    def clean_protocol(self):
+        """Empty means the default; the default must be one this site offers."""
+        name = self.cleaned_data.get("protocol") or DEFAULT_PROTOCOL
+        offered = [value for value, _label in self.fields["protocol"].choices]
+        if name not in offered:
+            raise forms.ValidationError(f"Unknown protocol {name!r}; this site scores under: {', '.join(offered)}.")
+        return name
 
     def clean_bundle(self):
         upload = self.cleaned_data["bundle"]
@@ -96,9 +107,9 @@ class SubmissionForm(forms.ModelForm):
         cleaned = super().clean()
         split = cleaned.get("split")
         if split and self.user is not None:
-            current = quotas.status(self.user, split)
-            if current.remaining <= 0:
-                self.add_error(None, quotas.exceeded_message(current))
+            self.quota_refusal = quotas.refusal(self.user, split)
+            if self.quota_refusal:
+                self.add_error(None, quotas.exceeded_message(self.quota_refusal))
         if split and cleaned.get("bundle"):  # checked even when other fields have problems: all at once
             self._check_bundle(cleaned["bundle"], split)
         return cleaned
@@ -114,6 +125,26 @@ class SubmissionForm(forms.ModelForm):
             self.report = inspect_bundle(path, keys)
         for problem in self.report.problems:
             self.add_error("bundle", problem)
+
+
+class CheckForm(SubmissionForm):
+    """A dry run of the Submit fields: the same checks, but no quota is looked at or spent, nothing is
+    stored, the model name may be left out, and the bundle's problems go into the check report
+    (:func:`evaluator.bundle.check_bundle`) instead of refusing the form."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "user": None})
+        self.fields["model_name"].required = False
+
+    def _check_bundle(self, upload, split: str) -> None:
+        from evaluator.bundle import check_bundle
+
+        keys = tasksets.split_task_keys(split)
+        if not keys:
+            self.add_error("split", f"The {split} split has no published tasks yet; nothing can be scored.")
+            return
+        with local_copy(upload) as path:
+            self.report = check_bundle(path, keys)
 
 
 def bundle_notes(report) -> list[str]:

@@ -28,7 +28,10 @@ from leaderboard.intake import dispatch
 from leaderboard.intake.bundles import SubmissionForm
 from leaderboard.models import GenerationJob, Submission
 
-ENDPOINT_FIELDS = ("base_url", "model_id", "api_key", "max_tokens", "max_images", "max_frames")
+ENDPOINT_FIELDS = ("base_url", "model_id", "api_key", "max_tokens", "max_images", "max_frames",
+                   "default_temperature", "length_parameter")
+LENGTH_PARAMETERS = (("max_tokens", "max_tokens"),
+                     ("max_completion_tokens", "max_completion_tokens (reasoning models)"))
 
 
 # --------------------------------------------------------------------------- the form
@@ -52,8 +55,16 @@ class EndpointForm(SubmissionForm):
                                     help_text="Images per request (stitched assets + frames); the protocol allows 70.")
     max_frames = forms.IntegerField(min_value=1, max_value=64, initial=64, label="Max frames",
                                     help_text="Video frames per request (1 per second); the protocol allows 64.")
+    default_temperature = forms.BooleanField(
+        required=False, label="Run at the model's default temperature",
+        help_text="Send no temperature (the protocol asks for 0). For endpoints that refuse any other; "
+                  "the page then says the model ran at its default.")
+    length_parameter = forms.ChoiceField(
+        choices=LENGTH_PARAMETERS, initial="max_tokens", required=False, label="Length parameter",
+        help_text="How the answer-length limit is sent first; a refusal switches to the other one once.")
 
-    field_order = ["split", "protocol", "base_url", "model_id", "api_key", "max_tokens", "max_images", "max_frames"]
+    field_order = ["split", "protocol", "base_url", "model_id", "api_key", "max_tokens", "max_images", "max_frames",
+                   "default_temperature", "length_parameter"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -69,6 +80,9 @@ class EndpointForm(SubmissionForm):
         if problems:
             raise forms.ValidationError(problems)
         return url
+
+    def clean_length_parameter(self):
+        return self.cleaned_data.get("length_parameter") or "max_tokens"
 
     def clean(self):
         cleaned = super().clean()
@@ -133,6 +147,8 @@ def accept(form: EndpointForm, user) -> GenerationJob:
             submission=submission, base_url=data["base_url"], model_id=data["model_id"].strip(),
             api_key_encrypted=crypto.encrypt(data["api_key"].strip()) if data["api_key"].strip() else b"",
             max_tokens=data["max_tokens"], max_images=data["max_images"], max_frames=data["max_frames"],
+            default_temperature=bool(data.get("default_temperature")),
+            length_parameter=data.get("length_parameter") or "max_tokens",
         )
         transaction.on_commit(partial(dispatch.generation_job, job.pk))
     return job

@@ -102,6 +102,8 @@ def generation_payload(job: GenerationJob) -> dict:
             "task_errors": job.task_errors or {}, "failure_reason": job.failure_reason,
             "base_url": job.base_url, "model_id": job.model_id, "max_tokens": job.max_tokens,
             "max_images": job.max_images, "max_frames": job.max_frames,
+            "default_temperature": job.default_temperature, "length_parameter": job.length_parameter,
+            "ran_at_default_temperature": job.ran_at_default_temperature, "notes": job.generation_notes,
             "api_key_stored": bool(bytes(job.api_key_encrypted or b"")), "finished_at": job.finished_at,
             "attempts": job.attempts, "started_at": job.started_at, "heartbeat_at": job.heartbeat_at,
             "cancellable": not job.is_finished, "bundle_available": bool(submission.bundle),
@@ -116,4 +118,5 @@ def generation_summary(submission: Submission) -> dict | None:
     if job is None:
         return None
     return {"status": job.status, "tasks_done": job.tasks_done, "tasks_total": split_tasks(submission.split).count(),
-            "attempts": job.attempts, "url": f"/submissions/{submission.pk}/generation/"}
+            "attempts": job.attempts, "ran_at_default_temperature": job.ran_at_default_temperature,
+            "url": f"/submissions/{submission.pk}/generation/"}

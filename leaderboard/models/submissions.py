@@ -50,6 +50,8 @@ class Submission(models.Model):
     code_url = models.URLField(blank=True)
     description = models.TextField(blank=True)
     public = models.BooleanField(default=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="Withdrawn by its owner: private for good, on no board.")
 
     bundle = models.FileField(upload_to="bundles/%Y/%m/", blank=True, max_length=300)
     bundle_size = models.PositiveBigIntegerField(default=0)
@@ -230,6 +232,13 @@ class GenerationJob(models.Model):
     max_tokens = models.PositiveIntegerField(default=16000)
     max_images = models.PositiveSmallIntegerField(default=70)
     max_frames = models.PositiveSmallIntegerField(default=64)
+    default_temperature = models.BooleanField(
+        default=False, help_text="Asked for: send no temperature (the model's default) instead of the protocol's 0.")
+    length_parameter = models.CharField(max_length=24, default="max_tokens",
+                                        help_text="How the answer-length limit is sent first.")
+    ran_at_default_temperature = models.BooleanField(
+        default=False, help_text="From the generation report: some request went without temperature 0.")
+    generation_notes = models.JSONField(default=list, blank=True, help_text="The generation report's notes.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     task_errors = models.JSONField(default=dict, blank=True, help_text="task key -> reason its page is missing.")
     tasks_done = models.PositiveIntegerField(default=0)

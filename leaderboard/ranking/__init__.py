@@ -36,6 +36,7 @@ from leaderboard.ranking.board import (
     build_flagged,
     candidates,
     leaderboard,
+    model_entries,
     one_per_model,
     overlap,
 )
@@ -86,7 +87,7 @@ __all__ = [
     "SCORE_FIELDS", "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard",
     "Query", "QueryError", "assign_ranks", "assign_ties", "build_entries", "build_flagged", "candidates",
     "category_breakdown", "category_means", "category_scores", "category_scores_from_results", "competition_ranks",
-    "evaluation_categories", "labels_of", "leaderboard", "natural_key", "one_per_model", "overlap", "parse_query",
-    "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
+    "evaluation_categories", "labels_of", "leaderboard", "model_entries", "natural_key", "one_per_model", "overlap",
+    "parse_query", "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
     "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from django.core.cache import cache
 from django.db.models import Case, F, Q, Value, When, Window
@@ -58,6 +60,22 @@ def one_per_model(rows, selection: str):
     window = Window(RowNumber(), partition_by=[F("submission__owner_id"), group, Lower("submission__model_name")],
                     order_by=order)
     return rows.order_by().annotate(position=window).filter(position=1)
+
+
+def model_entries(model_name: str) -> list[Entry]:
+    """Every public scored entry of one model (name compared case-insensitively) across splits and
+    protocol versions, newest first: what the board would show of each of its evaluations, without
+    ranks (a rank belongs to one view). Flagged entries stay off, as on the boards."""
+    rows = (Evaluation.objects.filter(status=Evaluation.Status.SCORED, submission__public=True,
+                                      submission__flagged=False, final__isnull=False,
+                                      submission__model_name__iexact=model_name.strip())
+            .annotate(date=Coalesce("finished_at", "created_at")).order_by("-date", "-pk")
+            .values_list(*_VALUE_FIELDS, "submission__split"))
+    found = []
+    for *values, split in rows:
+        entry = _entry(tuple(values))
+        found.append((split, entry))
+    return found
 
 
 def build_entries(query: Query) -> list[Entry]:
@@ -155,7 +173,12 @@ def assign_ties(ranked: list[Entry]) -> None:
 
 
 def leaderboard(query: Query) -> Leaderboard:
-    """The view's leaderboard, computed once per generation."""
+    """The view's leaderboard, computed once per generation. A search keeps the whole view's ranks,
+    intervals and rank ranges and only leaves out the entries it does not match."""
+    if query.q:
+        whole = leaderboard(replace(query, q=""))
+        return replace(whole, query=query, entries=[e for e in whole.entries
+                                                    if query.matches(e.model_name, e.organisation)])
     generation = get_generation()
     key = board_cache.key("board", query.key(), generation=generation)
     board = cache.get(key)

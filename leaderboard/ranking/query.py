@@ -29,6 +29,7 @@ AXIS_LABELS = {"interaction_complexity": "Interaction level", "visual_complexity
 WEIGHTS = ("all", "open", "proprietary")
 SOURCES = ("all", "evaluated", "reported")
 SELECTIONS = ("best", "latest")
+SEARCH_MAX = 100  # characters of a search (model or organisation)
 
 
 class QueryError(ValueError):
@@ -45,6 +46,7 @@ class Query:
     verified: bool = False
     source: str = "all"
     selection: str = "best"
+    q: str = ""  # search: entries whose model or organisation contains it (ranks stay the whole view's)
 
     def key(self) -> str:
         """A short cache-safe name of the view (protocol names may hold spaces)."""
@@ -63,12 +65,19 @@ class Query:
             params["source"] = query.source
         if query.selection != settings.LEADERBOARD_SELECTION:
             params["selection"] = query.selection
+        if query.q:
+            params["q"] = query.q
         return params
+
+    def matches(self, model_name: str, organisation: str) -> bool:
+        """Whether an entry is one the search ``q`` asks for (always, without a search)."""
+        needle = self.q.casefold()
+        return not needle or needle in model_name.casefold() or needle in organisation.casefold()
 
 
 def parse_query(params: Mapping[str, str]) -> Query:
     """The view asked for by URL parameters ``split``, ``protocol``, ``weights``, ``verified``,
-    ``source`` and ``selection``; raises :class:`QueryError` naming a bad value."""
+    ``source``, ``selection`` and ``q`` (search); raises :class:`QueryError` naming a bad value."""
     split = _choice(params, "split", DEFAULT_SPLIT, tuple(Split.values))
     return Query(
         split=split,
@@ -77,7 +86,18 @@ def parse_query(params: Mapping[str, str]) -> Query:
         verified=_flag(params, "verified"),
         source=_choice(params, "source", "all", SOURCES),
         selection=_choice(params, "selection", settings.LEADERBOARD_SELECTION, SELECTIONS),
+        q=parse_search(params.get("q") or ""),
     )
+
+
+def parse_search(text: str) -> str:
+    """A search text, whitespace collapsed; raises QueryError when it is too long or holds control characters."""
+    value = " ".join(text.split())
+    if len(value) > SEARCH_MAX:
+        raise QueryError(f"q is {len(value)} characters long: search with at most {SEARCH_MAX}")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise QueryError("q holds control characters: search with plain text")
+    return value
 
 
 def _choice(params: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from leaderboard.tasksets.public import (
     checkpoint_captions,
     dev_actions,
     facets,
+    filter_problems,
     filter_tasks,
     in_natural_order,
     inputs_zip,
@@ -46,7 +47,7 @@ from leaderboard.tasksets.storage import (
 
 __all__ = [
     "FILTERS", "ImportSummary", "PublicFiles", "TaskImportError", "action_rows", "checkpoint_captions",
-    "default_slug", "delete_task_files", "dev_actions", "facets", "filter_tasks", "import_dataset",
+    "default_slug", "delete_task_files", "dev_actions", "facets", "filter_problems", "filter_tasks", "import_dataset",
     "in_natural_order", "inputs_zip", "iter_task_files", "move_task", "natural_key", "public_dirs",
     "public_file_path", "public_files", "public_info", "public_tasks", "reauthor_task", "remove_job_dataset",
     "split_inputs_zip", "split_task_keys", "split_tasks",

@@ -249,6 +249,18 @@ def filter_tasks(queryset, params) -> tuple:
     return queryset.filter(**{FILTERS[name]: value for name, value in chosen.items()}), chosen
 
 
+def filter_problems(queryset, params) -> list[str]:
+    """One message per filter in ``params`` whose value no task in ``queryset`` has (checked only
+    for the filters given, one query each)."""
+    problems = []
+    for name, field_name in FILTERS.items():
+        value = params.get(name)
+        if value and not queryset.filter(**{field_name: value}).exists():
+            known = sorted(set(queryset.values_list(field_name, flat=True)), key=natural_key)
+            problems.append(f"{name}={value!r} matches no published task; known values: {', '.join(known) or 'none'}")
+    return problems
+
+
 def facets(queryset) -> dict[str, list[str]]:
     """The values each filter can take among ``queryset``, sorted."""
     return {

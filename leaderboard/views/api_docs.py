@@ -1,105 +1,36 @@
-"""The public API's OpenAPI schema and a docs page rendered from it on the server.
+"""The public API's OpenAPI schema (drf-spectacular), Swagger UI and a docs page made from it.
 
-No Swagger UI or Redoc from a CDN: the page is plain HTML made from the same schema that
-``/api/schema/`` serves (JSON by default, YAML with ``?format=openapi``).
+No CDN: Swagger UI's files come from drf-spectacular-sidecar through our static files, and its
+start-up script is a separate file (no inline script). ``/api/schema/`` serves YAML, or JSON with
+``?format=json`` or ``Accept: application/vnd.oai.openapi+json``.
 """
 
 from __future__ import annotations
 
 import functools
 import html
-import inspect
 import re
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import ImproperlyConfigured
-from django.http import HttpRequest
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
-from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONOpenAPIRenderer, OpenAPIRenderer
-from rest_framework.request import Request
-from rest_framework.schemas import get_schema_view, openapi
-from rest_framework.schemas.inspectors import ViewInspector
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 import evaluator
 
-TITLE = "IWR-Bench leaderboard API"
-DESCRIPTION = (
-    "Read-only leaderboard and task data for everyone (anonymous requests allowed, throttled); "
-    "submissions with a personal token (`Authorization: Token KEY`)."
-)
 METHOD_ORDER = ("get", "post", "put", "patch", "delete")
-
-class FallbackSchema(ViewInspector):
-    """For a view DRF cannot introspect (say a viewset without a serializer class): its path,
-    method, path parameters and docstring, so one such view never breaks the whole schema."""
-
-    def get_operation(self, path, method):
-        action = getattr(self.view, "action", None) or method.lower()
-        name = type(self.view).__name__.removesuffix("ViewSet").removesuffix("View")
-        parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                      for name in re.findall(r"{(\w+)}", path)]
-        handler = getattr(self.view, action, None)
-        return {
-            "operationId": f"{action}{name}", "description": inspect.getdoc(handler) or inspect.getdoc(self.view) or "",
-            "parameters": parameters, "tags": [path.strip("/").split("/")[2] if path.count("/") > 3 else "api"],
-            "responses": {"200": {"description": "JSON document."}},
-        }
-
-    def get_components(self, path, method):
-        return {}
-
-
-class SchemaGenerator(openapi.SchemaGenerator):
-    """DRF's generator, tolerant of views it cannot introspect, marking each operation with
-    ``x-anonymous``: whether it answers a request without credentials."""
-
-    def _get_paths_and_endpoints(self, request):
-        paths, endpoints = super()._get_paths_and_endpoints(request)
-        self.anonymous = {}
-        for path, method, view in endpoints:
-            try:
-                view.schema.get_operation(path, method)
-            except (AssertionError, AttributeError, TypeError, ValueError, ImproperlyConfigured):
-                view.schema = FallbackSchema()
-            self.anonymous[(path, method.lower())] = allows_anonymous(view, method)
-        return paths, endpoints
-
-    def get_schema(self, request=None, public=False):
-        schema = super().get_schema(request, public)
-        for path, item in (schema or {}).get("paths", {}).items():
-            for method, operation in item.items():
-                operation["x-anonymous"] = self.anonymous.get((path, method), False)
-        return schema
-
-
-def allows_anonymous(view, method: str) -> bool:
-    """Whether every permission of ``view`` lets a request without credentials through."""
-    plain = HttpRequest()
-    plain.method = method.upper()
-    request = Request(plain)
-    request.user = AnonymousUser()
-    try:
-        return all(permission.has_permission(request, view) for permission in view.get_permissions())
-    except Exception:  # noqa: BLE001 - a permission that needs more context: say credentials are needed
-        return False
-
-
-schema_view = get_schema_view(
-    title=TITLE, description=DESCRIPTION, version=evaluator.__version__, public=True,
-    permission_classes=[AllowAny], renderer_classes=[JSONOpenAPIRenderer, OpenAPIRenderer],
-    generator_class=SchemaGenerator,
-)
-
 
 @functools.lru_cache(maxsize=1)
 def schema() -> dict:
-    """The OpenAPI document (the URL map does not change while the process runs)."""
-    generator = SchemaGenerator(title=TITLE, description=DESCRIPTION, version=evaluator.__version__)
-    return generator.get_schema(request=None, public=True) or {}
+    """The OpenAPI document drf-spectacular builds from the API's views (the URL map does not change
+    while the process runs)."""
+    return SchemaGenerator().get_schema(request=None, public=True) or {}
+
+
+schema_view = SpectacularAPIView.as_view()
+swagger_view = SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 
 
 def operations(document: dict) -> list[dict]:
@@ -123,7 +54,7 @@ def _operation(path: str, method: str, operation: dict, schemas: dict) -> dict:
                        for p in operation.get("parameters") or []],
         "body": _body_fields(operation.get("requestBody") or {}, schemas),
         "responses": sorted((operation.get("responses") or {}).items()),
-        "anonymous": bool(operation.get("x-anonymous")),
+        "anonymous": {} in (operation.get("security") or [{}]),  # an empty requirement: no credentials
     }
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from leaderboard import board_pages, charts, exports, ranking
+from leaderboard import access, board_pages, charts, exports, ranking
 from leaderboard import cache as board_cache
 from leaderboard.board_pages import link
 from leaderboard.cache import CACHE_SECONDS
@@ -127,6 +127,44 @@ def export(request):
     render_export, content_type = exports.FORMATS[fmt]
     response = HttpResponse(render_export(board), content_type=content_type)
     filename = f"iwr-bench-{query.split}-{ranking.protocol_slug(query.protocol)}".replace(" ", "-")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+@require_GET
+def model_page(request, name: str):
+    """Every public entry of one model across splits and protocol versions (404 when it has none)."""
+    found = ranking.model_entries(name)
+    if not found:
+        raise Http404("No public scored entry of this model.")
+    rows = [{"split": split, "entry": entry, "protocol_label": ranking.protocol_label(entry.protocol),
+             "board": link("home", {"split": split, "protocol": ranking.protocol_slug(entry.protocol),
+                                    "q": entry.model_name})}
+            for split, entry in found]
+    return render(request, "leaderboard/rankings/model.html", {"name": found[0][1].model_name, "rows": rows})
+
+
+@require_GET
+def matrix_export(request):
+    """Entries x tasks of a view (``format=csv|json``): each entry's IFS, VFS and Final on every task.
+    On the held-out split only staff may download it (:func:`leaderboard.access.may_see_per_task`)."""
+    fmt = request.GET.get("format", "csv")
+    if fmt not in exports.MATRIX_FORMATS:
+        return HttpResponse(f"format={fmt!r} is not valid: use one of {', '.join(exports.MATRIX_FORMATS)}",
+                            status=400, content_type="text/plain; charset=utf-8")
+    try:
+        query = ranking.parse_query(request.GET)
+    except ranking.QueryError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    if not access.may_see_per_task(request.user, query.split):
+        return HttpResponse(f"Per-task scores of the {query.split} split (held out) are not public.",
+                            status=403, content_type="text/plain; charset=utf-8")
+    board = ranking.leaderboard(query)
+    if fmt == "json":
+        response = JsonResponse(exports.matrix(board))
+    else:
+        response = HttpResponse(exports.matrix_csv(board), content_type="text/csv; charset=utf-8")
+    filename = f"iwr-bench-{query.split}-{ranking.protocol_slug(query.protocol)}-tasks".replace(" ", "-")
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response
 

@@ -12,6 +12,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -20,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from leaderboard import access, quotas, ranking
-from leaderboard.intake import bundles, evaluations, status
+from leaderboard.intake import bundles, entries, evaluations, status
 from leaderboard.models import Evaluation, GenerationJob, Submission
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.views import previews, replays
@@ -33,6 +34,8 @@ def _is_xhr(request) -> bool:
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit(request):
+    if request.method == "POST" and request.POST.get("check_only"):
+        return _check_only(request)
     form = bundles.SubmissionForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
@@ -46,6 +49,17 @@ def submit(request):
         return JsonResponse({"form_html": html}, status=400)
     return render(request, "leaderboard/submissions/submit.html",
                   {"form": form, "quotas": quotas.all_statuses(request.user)}, status=400 if form.errors else 200)
+
+
+def _check_only(request):
+    """"Check only": the bundle checked against the split's tasks, nothing stored, no quota spent."""
+    form = bundles.CheckForm(request.POST, request.FILES)
+    context = {"form": form, "check": form.report if form.is_valid() else None}
+    if _is_xhr(request):
+        html = render_to_string("leaderboard/submissions/_form.html", context, request=request)
+        return JsonResponse({"form_html": html}, status=200 if context["check"] else 400)
+    return render(request, "leaderboard/submissions/submit.html",
+                  {**context, "quotas": quotas.all_statuses(request.user)}, status=200 if context["check"] else 400)
 
 
 def _accepted(request, accepted):
@@ -114,6 +128,11 @@ def submission_detail(request, pk: int):
         "protocol_label": ranking.protocol_label(evaluation.protocol if evaluation else submission.protocol),
         "other_evaluations": [_with_percents({**vars(other)}) for other in others],
         "lb_task_table_live": live,
+        "entry_form": entries.EntryForm(instance=submission) if access.may_edit_entry(request.user, submission)
+        else None,
+        "public_results": access.may_read_results(AnonymousUser(), submission),
+        "default_temperature": submission.kind == Submission.Kind.ENDPOINT and GenerationJob.objects.filter(
+            submission=submission, ran_at_default_temperature=True).exists(),
     }
     if evaluation is not None:
         context.update(replays.evaluation_context(request, evaluation))
@@ -155,10 +174,29 @@ def submission_cancel(request, pk: int):
 
 
 @login_required
+@require_POST
+def submission_edit(request, pk: int):
+    """The owner changes the entry's details, its visibility, or withdraws it (logged; boards refreshed)."""
+    submission = access.owned_entry(request.user, pk)
+    form = entries.EntryForm(request.POST, instance=submission)
+    if not form.is_valid():
+        problems = "; ".join(f"{'' if name == '__all__' else form.fields[name].label + ': '}{' '.join(errors)}"
+                             for name, errors in form.errors.items())
+        messages.error(request, f"The entry was not changed. {problems}")
+        return redirect(f"/submissions/{submission.pk}/")
+    changed = entries.save(form, request.user)
+    if changed.fields:
+        messages.success(request, "Changed: " + ", ".join(name.replace("_", " ") for name in changed.fields) + ".")
+    else:
+        messages.info(request, "Nothing was changed.")
+    return redirect(f"/submissions/{submission.pk}/")
+
+
 @require_GET
 def submission_results(request, pk: int):
-    """Download the results as JSON (owner or staff; held-out split: scores only)."""
-    submission = access.managed_submission(request.user, pk)
+    """Download the results as JSON (owner or staff; everyone for a public dev entry; held-out split:
+    scores only)."""
+    submission = access.readable_results(request.user, pk)
     document = status.results_document(submission, request.user)
     response = HttpResponse(json.dumps(document, cls=DjangoJSONEncoder, indent=1),
                             content_type="application/json")

@@ -167,6 +167,7 @@ def endpoint_config(job: GenerationJob, key: str):
     return EndpointConfig(
         base_url=job.base_url, model=job.model_id, api_key=key, max_tokens=job.max_tokens,
         max_images=job.max_images, max_frames=job.max_frames,
+        default_temperature=job.default_temperature, length_parameter=job.length_parameter or "max_tokens",
         timeout=float(settings.GENERATION_REQUEST_TIMEOUT_SECONDS), retries=settings.GENERATION_RETRIES,
     )
 
@@ -190,6 +191,7 @@ def finish(job: GenerationJob, report: dict, out_dir: Path, zip_path: Path) -> E
     from evaluator.generation import pages_of
 
     errors = {key: outcome["reason"] for key, outcome in report["tasks"].items() if outcome["status"] != "ok"}
+    record_report(job, report)
     pages = pages_of(out_dir, report)
     if not pages:
         return fail(job, no_page_reason(errors), task_errors=errors, tasks_done=len(report["tasks"]))
@@ -205,6 +207,21 @@ def finish(job: GenerationJob, report: dict, out_dir: Path, zip_path: Path) -> E
 def store_bundle(zip_path: Path) -> str:
     with open(zip_path, "rb") as handle:
         return default_storage.save(f"bundles/{timezone.now():%Y/%m}/generated-{uuid.uuid4().hex}.zip", handle)
+
+
+def ran_at_default_temperature(report: dict) -> bool:
+    """Whether any request went without the protocol's temperature 0 (asked for, or after a refusal)."""
+    return any((outcome.get("request") or {}).get("temperature") == "default"
+               for outcome in report.get("tasks", {}).values())
+
+
+def record_report(job: GenerationJob, report: dict) -> None:
+    """Keep what the submission page says about how the model was asked (temperature, notes)."""
+    fields = {"ran_at_default_temperature": ran_at_default_temperature(report),
+              "generation_notes": [str(note) for note in report.get("notes") or []][:20]}
+    GenerationJob.objects.filter(pk=job.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(job, name, value)
 
 
 def _queue_scoring(job: GenerationJob, stored: str, zip_path: Path, errors: dict, done: int) -> Evaluation | None:

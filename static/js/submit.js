@@ -45,7 +45,7 @@
     form.querySelector("#upload-text").textContent = text;
   }
 
-  function upload(form) {
+  function upload(form, submitter) {
     var button = form.querySelector("#submit-button");
     var request = new XMLHttpRequest();
     request.open("POST", form.action);
@@ -64,7 +64,10 @@
       setProgress(form, 0, "The upload failed (network error). Try again.");
     });
     button.disabled = true;
-    request.send(new FormData(form));
+    var data = new FormData(form);
+    // "Check only" asks for a dry run; FormData leaves out the button that submitted the form.
+    if (submitter && submitter.name === "check_only") data.append("check_only", "1");
+    request.send(data);
   }
 
   function answered(request, form) {
@@ -90,7 +93,7 @@
       event.preventDefault();
       var problem = checkFile(form);
       if (problem) { showProblem(form, problem); return; }
-      upload(form);
+      upload(form, event.submitter);
     });
   }
 

@@ -205,12 +205,16 @@ def test_outsiders_get_404_for_a_private_submission_everywhere(client, owner, ou
 @pytest.mark.django_db
 def test_a_public_submission_shows_scores_but_not_the_owners_things(client, owner, outsider, imported_sample,
                                                                     media):
-    """Anyone may open a public submission; only the owner sees the log, cancel and downloads."""
+    """Anyone may open a public submission; only the owner sees the log and cancel. A public dev-split
+    entry's results document is public (no log in it); a private one's stays with its owner."""
     evaluation = make_queued_evaluation(make_bundle_submission(owner, pages={"101": PAGE}),
                                         log="OWNER-ONLY-LOG-LINE")
     pk = evaluation.submission_id
     page = logged_in(client, outsider).get(f"/submissions/{pk}/").content.decode()
-    assert "OWNER-ONLY-LOG-LINE" not in page and "Cancel" not in page and "results.json" not in page
+    assert "OWNER-ONLY-LOG-LINE" not in page and "Cancel" not in page
+    document = client.get(f"/submissions/{pk}/results.json")
+    assert document.status_code == 200 and "OWNER-ONLY-LOG-LINE" not in document.content.decode()
+    Submission.objects.filter(pk=pk).update(public=False)
     assert client.get(f"/submissions/{pk}/results.json").status_code == 404
     own_page = logged_in(Client(), owner).get(f"/submissions/{pk}/").content.decode()
     assert "Cancel (refunds your quota)" in own_page and "js/progress.js" in own_page

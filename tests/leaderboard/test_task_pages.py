@@ -150,7 +150,9 @@ def test_the_api_lists_public_inputs_of_published_tasks(client, imported_sample)
     """GET /api/v1/tasks/ answers anonymous readers with public fields and file links."""
     response = client.get("/api/v1/tasks/?split=test")
     assert response.status_code == 200
-    rows = response.json()
+    page = response.json()
+    assert page["count"] == 2 and page["next"] is None and page["previous"] is None
+    rows = page["results"]
     assert [row["key"] for row in rows] == ["201", "202"]
     row = rows[0]
     assert set(row) == {"id", "task_set", "key", "split", "categories", "resolution", "width", "height",
