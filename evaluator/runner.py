@@ -80,7 +80,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
     (out_dir / "progress.jsonl").write_text("")
     bundle = _bundle(Path(bundle_path), out_dir, tasks)
     try:
-        job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.name,
+        job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.full_name,
                   {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
                   record_video, dict(limits or {}))
         workers = _worker_count(workers, len(tasks))
