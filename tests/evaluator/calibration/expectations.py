@@ -24,8 +24,19 @@ def sample_task_keys() -> list[str]:
     return [task.script.stem for task in load_manifest()[1]]
 
 
+def calibration_task_keys() -> list[str]:
+    """The tasks the test suite scores: the CI subset of halves.json, or all with IWR_CALIBRATION=full."""
+    from tests.evaluator.calibration import halves
+
+    keys = sample_task_keys()
+    if halves.full_corpus_requested():
+        return keys
+    subset = set(halves.ci_subset())
+    return [key for key in keys if key in subset]
+
+
 def todomvc_task_keys() -> list[str]:
-    return [key for key in sample_task_keys() if key.startswith("todomvc-")]
+    return [key for key in calibration_task_keys() if key.startswith("todomvc-")]
 
 
 def static_bound(task) -> float:
