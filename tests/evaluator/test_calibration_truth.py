@@ -107,7 +107,8 @@ def test_step_verdicts_judge_the_steps_up_to_the_truths_divergence():
 @pytest.mark.slow
 @pytest.mark.parametrize("key", calibration_task_keys())
 def test_the_truth_finds_the_broken_step_on_real_pages(tmp_path_factory, key):
-    """Replayed by the builder, the copy broken at action k first differs from the reference exactly at k."""
+    """Replayed by the builder, the reference does the same twice and the copy broken at action k first
+    differs from it exactly at k."""
     from evaluator.browser import launch
     from tests.evaluator.calibration.build import shared_workspace
 
@@ -117,7 +118,9 @@ def test_the_truth_finds_the_broken_step_on_real_pages(tmp_path_factory, key):
     assets = Path(task.root) / "assets"
     broken = workspace.variant_set.bundle / f"{key}@broken" / "index.html"
     with launch() as browser:
-        reference = truth.replay_page(browser, Path(task.root) / "reference" / "site" / "index.html", assets, script)
+        index = Path(task.root) / "reference" / "site" / "index.html"
+        reference = truth.replay_page(browser, index, assets, script)
+        again = truth.replay_page(browser, index, assets, script)
         replay = truth.replay_page(browser, broken, assets, script)
-    assert truth.first_divergence(reference, reference) is None
+    assert truth.first_divergence(reference, again) is None
     assert truth.first_divergence(reference, replay) == workspace.variant_set.breaks[key].k

@@ -66,6 +66,27 @@ def _leading(task, test) -> int:
 KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 
+# Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
+# does not pass in full, with the IFS it measured. The self-test expects these to fail (strictly:
+# a fix shows up as an unexpected pass, and the entry must then be removed).
+KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
+    # Step 6 (typing 'blue' into the search box): "phrases hold=False, deltas agree=False".
+    "mixitup-color-filter": 0.5,
+    # Step 5 (typing the password): "no element matches the description (best 0.275 < 0.45)".
+    "fomantic-login-validation": 0.5,
+}
+# Tasks whose reference page scored differently on a repeat run (settling under load, issue 14):
+# mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time).
+KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter"})
+
+
+def reference_case(key: str):
+    """A pytest parameter for a reference-page check, a strict expected failure for a known judge gap."""
+    if key in KNOWN_JUDGE_GAPS_ISSUE_14:
+        reason = f"known judge gap (issue 14): reference page measured IFS {KNOWN_JUDGE_GAPS_ISSUE_14[key]:.3f}"
+        return pytest.param(key, marks=[pytest.mark.xfail(strict=True, reason=reason)], id=key)
+    return pytest.param(key, id=key)
+
 
 def case(check: str, key: str, *values: str):
     """A pytest parameter (``key``, ``values``), a strict expected failure when the judge has a known gap there."""

@@ -140,7 +140,30 @@ def replay_page(browser, index: Path, assets: Path | None, script) -> Replay:
     return Replay(states, failed)
 
 
+# A step's state is read once the page has come to rest: after the replay's own settle, clock
+# step and settle, page time moves on in short steps (and real time passes, for CSS transitions)
+# until two reads in a row agree. Animated filters and sorts otherwise finish, or queue the next
+# click, at a moment that depends on the machine's load, and the truth must not. Every page,
+# the reference included, is read the same way.
+STABLE_READS_MAX = 20
+STABLE_CLOCK_MS = 100
+STABLE_READ_GAP_MS = 60
+
+
 def _state(session) -> dict:
+    previous = _read(session)
+    for _ in range(STABLE_READS_MAX):
+        session.advance_clock(STABLE_CLOCK_MS)
+        session.page.wait_for_timeout(STABLE_READ_GAP_MS)
+        session.settle(frames=1)
+        current = _read(session)
+        if current == previous:
+            break
+        previous = current
+    return previous
+
+
+def _read(session) -> dict:
     try:
         return session.page.evaluate(STATE_JS)
     except Exception as exc:  # a page that navigated away or crashed: nothing of the task's state is left
