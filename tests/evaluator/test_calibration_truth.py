@@ -124,3 +124,11 @@ def test_the_truth_finds_the_broken_step_on_real_pages(tmp_path_factory, key):
         replay = truth.replay_page(browser, broken, assets, script)
     assert truth.first_divergence(reference, again) is None
     assert truth.first_divergence(reference, replay) == workspace.variant_set.breaks[key].k
+
+
+def test_an_independent_implementation_is_compared_on_words_and_scroll_only():
+    s0, s1 = _state(["a"], elements=["li[0]"]), _state(["a", "b"], elements=["li[0]", "li[1].x"])
+    other = _state(["a", "b"], elements=["div[0]", "section[3]"])
+    reference, implementation = truth.Replay([s0, s1], {}), truth.Replay([_state(["a"]), other], {})
+    assert truth.first_divergence(reference, implementation) == 1
+    assert truth.first_divergence(reference, implementation, same_document=False) is None

@@ -75,6 +75,7 @@ def replay_truth(workspace, log) -> dict[str, dict[str, int | None]]:
     """task key -> variant -> first divergent step (None: the page does every step like the reference)."""
     from evaluator.browser import launch
     from tests.evaluator.calibration import truth
+    from tests.evaluator.calibration.build import IMPLEMENTATION_PREFIX
 
     out: dict[str, dict[str, int | None]] = {}
     with launch() as browser:
@@ -86,7 +87,8 @@ def replay_truth(workspace, log) -> dict[str, dict[str, int | None]]:
             out[task.key] = {"reference": truth.first_divergence(reference, reference)}
             for variant, index in variant_pages(workspace, task.key).items():
                 replay = truth.replay_page(browser, index, assets, script)
-                out[task.key][variant] = truth.first_divergence(reference, replay)
+                same = not variant.startswith(IMPLEMENTATION_PREFIX)
+                out[task.key][variant] = truth.first_divergence(reference, replay, same_document=same)
             log(f"  truth {task.key}: {out[task.key]}")
     return out
 

@@ -9,16 +9,18 @@ selectors, same settle / clock step / settle after each action. After every step
   the ``hidden`` attribute, ``aria-hidden`` or an inline ``display: none`` / ``visibility:
   hidden`` that its scripts set (no stylesheet is consulted: an unstyled copy has the same text);
 - ``scroll``: the window's scroll position;
-- ``elements``: every element's state that is not styling: tag, classes, its place among its
-  siblings, ``aria-*``, ``checked``, ``disabled``, ``open``, ``selected`` and ``value``. The
-  elements the action names (its selector) and the assertion names (its quoted phrases) are
-  part of this set; carousels, tabs and highlighted items show up here as moved classes.
+- ``elements`` (compared between pages made from the same document): every element's state
+  that is not styling: tag, classes, its place among its siblings, ``aria-*``, ``checked``,
+  ``disabled``, ``open``, ``selected`` and ``value``. The elements the action names (its
+  selector) and the assertion names (its quoted phrases) are part of this set; carousels, tabs
+  and highlighted items show up here as moved classes.
 
 A step's *change* is the difference between its state and the one before (words and element
 states as multisets; scroll as the direction it moved on each axis, since an unstyled page has
 other heights). A variant does step ``k`` like the reference when its change at ``k`` equals
 the reference's and its action could be performed. The first step where it does not is the
-step a sound judge must fail; every step before it must pass.
+step a sound judge must fail; every step before it must pass. A page is read once it has come to
+rest (see ``_state``), the reference as every variant.
 """
 
 from __future__ import annotations
@@ -106,15 +108,27 @@ class Replay:
         return [change(self.states[k - 1], self.states[k]) for k in range(1, len(self.states))]
 
 
-def first_divergence(reference: Replay, variant: Replay) -> int | None:
-    """The first step (1-based) the variant does not do like the reference; None when it does all."""
+def first_divergence(reference: Replay, variant: Replay, same_document: bool = True) -> int | None:
+    """The first step (1-based) the variant does not do like the reference; None when it does all.
+
+    ``same_document``: the variant is made from the reference's own document (unstyled, broken,
+    snapshot, ...), so element states correspond one to one and are compared too. An independent
+    implementation has its own elements: only its words and scroll are compared, and its actions
+    must be performable with the authoring selectors.
+    """
     ours, theirs = variant.changes(), reference.changes()
     for k, (mine, wanted) in enumerate(zip(ours, theirs, strict=True), start=1):
         if k in variant.failed and k not in reference.failed:
             return k
+        if not same_document:
+            mine, wanted = _without_elements(mine), _without_elements(wanted)
         if mine != wanted:
             return k
     return None
+
+
+def _without_elements(step: Change) -> Change:
+    return Change(step.words_added, step.words_removed, step.scroll, (), ())
 
 
 def replay_page(browser, index: Path, assets: Path | None, script) -> Replay:
