@@ -156,12 +156,16 @@ def replay_page(browser, index: Path, assets: Path | None, script) -> Replay:
 
 # A step's state is read once the page has come to rest: after the replay's own settle, clock
 # step and settle, page time moves on in short steps (and real time passes, for CSS transitions)
-# until two reads in a row agree. Animated filters and sorts otherwise finish, or queue the next
-# click, at a moment that depends on the machine's load, and the truth must not. Every page,
-# the reference included, is read the same way.
+# until two reads in a row agree and no transition or animation is running. Animated filters
+# and sorts otherwise finish, or queue the next click, at a moment that depends on the machine's
+# load, and the truth must not. Every page, the reference included, is read the same way.
 STABLE_READS_MAX = 20
 STABLE_CLOCK_MS = 100
 STABLE_READ_GAP_MS = 60
+
+
+# CSS transitions and animations still running (they run in real time, not on the page clock).
+RUNNING_ANIMATIONS_JS = "() => document.getAnimations().filter((a) => a.playState === 'running').length"
 
 
 def _state(session) -> dict:
@@ -171,10 +175,17 @@ def _state(session) -> dict:
         session.page.wait_for_timeout(STABLE_READ_GAP_MS)
         session.settle(frames=1)
         current = _read(session)
-        if current == previous:
+        if current == previous and not _animating(session):
             break
         previous = current
     return previous
+
+
+def _animating(session) -> bool:
+    try:
+        return session.page.evaluate(RUNNING_ANIMATIONS_JS) > 0
+    except Exception:
+        return False
 
 
 def _read(session) -> dict:
