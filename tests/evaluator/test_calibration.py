@@ -17,10 +17,10 @@ import pytest
 from tests.evaluator.calibration import todomvc
 from tests.evaluator.calibration.build import implementation_variant, shared_workspace
 from tests.evaluator.calibration.expectations import (
+    calibration_task_keys,
     case,
     first_failure,
     needs_scripts,
-    sample_task_keys,
     scroll_allowance,
     todomvc_task_keys,
 )
@@ -98,7 +98,7 @@ def test_independent_todomvc_implementation_passes(table, workspace, key, exampl
 
 
 @scored
-@pytest.mark.parametrize("key", sample_task_keys())
+@pytest.mark.parametrize("key", [case("order", key) for key in calibration_task_keys()])
 def test_judge_orders_the_calibration_pages(table, workspace, key):
     """Final: original >= equivalents > broken > snapshot > empty (a script-free task's snapshot is an equivalent)."""
     row = {variant: result["final"] for variant, result in table[key].items()}
@@ -114,7 +114,7 @@ def test_judge_orders_the_calibration_pages(table, workspace, key):
 
 
 @scored
-@pytest.mark.parametrize("key", sample_task_keys())
+@pytest.mark.parametrize("key", [case("broken-stop", key) for key in calibration_task_keys()])
 def test_broken_copy_stops_at_its_broken_action(table, workspace, key):
     """The copy broken at action k passes actions 1..k-1 and fails exactly at k."""
     plan = workspace.variant_set.breaks[key]
@@ -123,7 +123,7 @@ def test_broken_copy_stops_at_its_broken_action(table, workspace, key):
 
 
 @scored
-@pytest.mark.parametrize("key", sample_task_keys())
+@pytest.mark.parametrize("key", [case("text-list", key) for key in calibration_task_keys()])
 def test_text_list_gains_no_functionality(table, workspace, key):
     """The page listing every text passes nothing the empty page cannot, except leading unchecked scrolls."""
     task = workspace.dataset.task(key)
@@ -134,7 +134,7 @@ def test_text_list_gains_no_functionality(table, workspace, key):
 
 
 @scored
-@pytest.mark.parametrize("key", sample_task_keys())
+@pytest.mark.parametrize("key", [case("unstyled", key) for key in calibration_task_keys()])
 def test_unstyled_copy_loses_the_look(table, key):
     """Without CSS a page scores a lower VFS than its snapshot and a lower Final than the original, above empty."""
     row = table[key]

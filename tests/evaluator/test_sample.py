@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -39,15 +40,35 @@ def test_every_sample_script_is_valid_and_named_after_its_id():
 
 
 def test_the_sample_spans_the_benchmarks_categories():
-    """At least 8 tasks and 60 actions over L1-L4, 3+ domains and 3+ visual levels, in two splits."""
+    """At least 24 tasks and 200 actions over L1-L4 (3+ tasks each), 5+ domains and 3+ visual levels, in two splits."""
     _, tasks, scripts = sample_scripts()
     actions = [a for s in scripts for a in s.actions]
-    assert len(scripts) >= 8 and len(actions) >= 60
-    assert {s.classification["interaction_complexity"] for s in scripts} == {"L1", "L2", "L3", "L4"}
-    assert len({s.classification["domain"] for s in scripts}) >= 3
+    assert len(scripts) >= 24 and len(actions) >= 200
+    levels = Counter(s.classification["interaction_complexity"] for s in scripts)
+    assert set(levels) == {"L1", "L2", "L3", "L4"} and min(levels.values()) >= 3, levels
+    assert len({s.classification["domain"] for s in scripts}) >= 5
     assert len({s.classification["visual_complexity"] for s in scripts}) >= 3
     splits = Counter(t.split for t in tasks)
-    assert splits["dev"] >= 4 and splits["test"] >= 4
+    assert splits["dev"] >= 8 and splits["test"] >= 8
+
+
+def test_the_sample_comes_from_many_real_pages_and_sites_and_two_viewports():
+    """12+ different pages on 8+ sites (source_website hosts), 2+ resolutions, 2+ tasks at a phone viewport."""
+    _, tasks, scripts = sample_scripts()
+    pages = {(t.package, t.root, t.page) for t in tasks}
+    hosts = {urlsplit(s.source_website).hostname for s in scripts}
+    assert len(pages) >= 12 and len(hosts) >= 8, (len(pages), hosts)
+    assert len({s.resolution for s in scripts}) >= 2
+    assert sum(s.width <= 480 for s in scripts) >= 2
+
+
+def test_no_reserved_package_is_used():
+    """Packages kept for an independent check of the judge never feed the sample."""
+    packages, _, _ = sample_scripts()
+    reserved = {"twitter-bootstrap-wizard", "cm-chessboard", "chess.js", "chess.mjs"}
+    for name in packages:
+        assert name not in reserved
+        assert not name.startswith("startbootstrap-") or name == "startbootstrap-sb-admin-2", name
 
 
 def test_about_sixty_percent_of_steps_are_flagged_and_forty_percent_asserted():
@@ -163,3 +184,27 @@ def test_the_built_sample_benchmark_is_valid():
     for split in ("dev", "test"):
         report = validate_dataset(BUILT / split / "data.jsonl")
         assert report.ok, [p.message for p in report.problems]
+
+
+def test_a_root_outside_its_package_is_refused(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"packages": {"p": "1"}, "tasks": [
+        {"script": "tasks/x.json", "split": "dev", "package": "p", "root": "../other", "page": "index.html"}]}))
+    with pytest.raises(SampleError, match="root outside its package"):
+        load_manifest(manifest)
+
+
+def test_pages_with_a_root_are_served_from_that_folder_on_loopback(tmp_path):
+    """A page that loads ``../dist/app.js`` is read over a loopback server rooted at the package folder."""
+    import urllib.request
+
+    (tmp_path / "p" / "demo").mkdir(parents=True)
+    (tmp_path / "p" / "dist").mkdir()
+    (tmp_path / "p" / "demo" / "index.html").write_text('<script src="../dist/app.js"></script>')
+    (tmp_path / "p" / "dist" / "app.js").write_text("window.ok = 1;")
+    task = SampleTask(tmp_path / "x.json", "dev", "p", "demo/index.html", ".")
+    with build._served_roots(tmp_path, [task]) as served:
+        url = served[task.script]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/demo/index.html")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        assert opener.open(url.replace("demo/index.html", "dist/app.js"), timeout=5).read() == b"window.ok = 1;"

@@ -78,16 +78,17 @@ def _write_page(folder: Path, html: str) -> None:
 class Workspace:
     """Everything the self-test and the calibration test score, built lazily, each at most once."""
 
-    def __init__(self, root: Path, sources: list[Path] | None = None):
+    def __init__(self, root: Path, sources: list[Path] | None = None, keys: list[str] | None = None):
         self.root = Path(root)
         self.sources = sources or benchmark_splits()
+        self.keys = keys  # the tasks to score (None: every task of the benchmark)
         self.ocr_cache = self.root / "ocr-cache"
         self._baseline_results: dict[str, dict] = {}
 
     @cached_property
     def data(self) -> Path:
-        """Every task of every split in one task set."""
-        return merge_task_sets(self.sources, self.root / "all")
+        """Every task of every split (or the chosen ones) in one task set."""
+        return merge_task_sets(self.sources, self.root / "all", self.keys)
 
     @cached_property
     def dataset(self):
@@ -133,7 +134,9 @@ _SHARED: dict[str, Workspace] = {}
 
 
 def shared_workspace(tmp_path_factory) -> Workspace:
-    """The session's one workspace (test modules share its runs)."""
+    """The session's one workspace (test modules share its runs), holding the tasks the suite scores."""
+    from tests.evaluator.calibration.expectations import calibration_task_keys
+
     if "ws" not in _SHARED:
-        _SHARED["ws"] = Workspace(tmp_path_factory.mktemp("calibration"))
+        _SHARED["ws"] = Workspace(tmp_path_factory.mktemp("calibration"), keys=calibration_task_keys())
     return _SHARED["ws"]

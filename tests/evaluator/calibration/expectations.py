@@ -24,8 +24,19 @@ def sample_task_keys() -> list[str]:
     return [task.script.stem for task in load_manifest()[1]]
 
 
+def calibration_task_keys() -> list[str]:
+    """The tasks the test suite scores: the CI subset of halves.json, or all with IWR_CALIBRATION=full."""
+    from tests.evaluator.calibration import halves
+
+    keys = sample_task_keys()
+    if halves.full_corpus_requested():
+        return keys
+    subset = set(halves.ci_subset())
+    return [key for key in keys if key in subset]
+
+
 def todomvc_task_keys() -> list[str]:
-    return [key for key in sample_task_keys() if key.startswith("todomvc-")]
+    return [key for key in calibration_task_keys() if key.startswith("todomvc-")]
 
 
 def static_bound(task) -> float:
@@ -54,6 +65,35 @@ def _leading(task, test) -> int:
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
+
+# Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
+# does not pass in full, with the IFS it measured. The self-test expects these to fail (strictly:
+# a fix shows up as an unexpected pass, and the entry must then be removed).
+KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
+    # Step 6 (typing 'blue' into the search box): "phrases hold=False, deltas agree=False".
+    "mixitup-color-filter": 0.5,
+    # Step 5 (typing the password): "no element matches the description (best 0.275 < 0.45)".
+    "fomantic-login-validation": 0.5,
+    # Measured on the whole corpus (IWR_CALIBRATION=full, or the report command):
+    "mixitup-toggle-and": 0.222,  # step 3: toggling 'Green' off, "phrases hold=False, deltas agree=False"
+    "mixitup-checkbox-filter": 0.0,  # step 1: "the checkbox next to 'Green'" matched nothing (best 0.378)
+    "glider-carousel-phone": 0.0,  # step 1: "the double right arrow (»)" matched nothing (best 0.312)
+    "owl-basic-carousel": 0.0,  # step 1: "the small right-pointing arrow (›)" matched nothing (best 0.275)
+    "owl-center-phone": 0.125,  # step 2: a carousel dot, "phrases hold=False, deltas agree=False"
+    "mmenu-onepage-phone": 0.0,  # step 1: the three-bar menu icon, "phrases hold=False, deltas agree=False"
+    "mmenu-submenus": 0.0,  # step 1: the hamburger icon, "phrases hold=False, deltas agree=False"
+}
+# Tasks whose reference page scored differently on a repeat run (settling under load, issue 14):
+# mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time).
+KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter"})
+
+
+def reference_case(key: str):
+    """A pytest parameter for a reference-page check, a strict expected failure for a known judge gap."""
+    if key in KNOWN_JUDGE_GAPS_ISSUE_14:
+        reason = f"known judge gap (issue 14): reference page measured IFS {KNOWN_JUDGE_GAPS_ISSUE_14[key]:.3f}"
+        return pytest.param(key, marks=[pytest.mark.xfail(strict=True, reason=reason)], id=key)
+    return pytest.param(key, id=key)
 
 
 def case(check: str, key: str, *values: str):

@@ -37,11 +37,14 @@ def benchmark_splits(benchmark: Path = BENCHMARK) -> list[Path]:
     return paths
 
 
-def merge_task_sets(sources: list[Path], out_dir: Path) -> Path:
-    """One task set holding every task of ``sources`` (task folders linked); returns its data.jsonl."""
+def merge_task_sets(sources: list[Path], out_dir: Path, keys: list[str] | None = None) -> Path:
+    """One task set holding every task of ``sources`` (or only those named in ``keys``), task folders linked."""
     entries = []
+    wanted = None if keys is None else set(keys)
     for source in sources:
         for record in _records(source):
+            if wanted is not None and str(record["id"]) not in wanted:
+                continue
             entries.append((record, source.parent / source.stem / str(record["id"])))
     return _write(out_dir, entries)
 
