@@ -178,13 +178,26 @@ class EvaluatorRun:
             subprocess.run([settings.CONTAINER_ENGINE, "rm", "--force", self.container_name], capture_output=True)
 
     def start(self) -> None:
+        command = self.command()
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
-                self.command(), cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
+                command, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-                env={**os.environ, "OMP_THREAD_LIMIT": "1"},
+                env=self.environment(),
             )
         self.started = time.monotonic()
+
+    def environment(self) -> dict[str, str]:
+        """The score command reads the untrusted bundle: it gets the evaluator's allow-list, never the
+        worker's own environment (database URL, secret key, broker password)."""
+        from evaluator import isolation
+
+        tmp = self.dir / "tmp"
+        tmp.mkdir(mode=0o700, exist_ok=True)
+        env = isolation.launcher_environment(str(tmp))
+        if settings.EVALUATOR_SANDBOX != "container":
+            env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
+        return env
 
     def watch(self) -> Outcome:
         """Save results as they appear, beat the heart, enforce the limit, notice a lost claim."""
