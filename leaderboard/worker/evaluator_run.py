@@ -30,7 +30,15 @@ from pathlib import Path
 from django.conf import settings
 from django.db import OperationalError
 
-from leaderboard.heldout import failed_run, time_limit_reason
+from evaluator.outputs import (
+    OutputError,
+    copy_artifacts,
+    read_appended,
+    read_log_tail,
+    read_results,
+    read_task_result,
+)
+from leaderboard.heldout import failed_run, rejected_output, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
 from leaderboard.secrecy import scrub, split_secrets
@@ -98,6 +106,7 @@ class EvaluatorRun:
         self.token = token
         self.dir = Path(settings.JOBS_ROOT) / str(evaluation.pk)
         self.out_dir = self.dir / "out"
+        self.checked_dir = self.dir / "checked"  # what was kept of out/, after every check
         self.log_path = self.dir / "evaluator.log"
         self.tasks: dict[str, Task] = {}
         self.saved: set[str] = set()
@@ -108,11 +117,20 @@ class EvaluatorRun:
     # -- lifecycle
 
     def run(self) -> Outcome:
+        from evaluator.container import ContainerSandboxError
+
         problem = self.prepare()
         if problem:
             return problem
-        self.start()
-        return self.watch()
+        try:
+            self.start()
+        except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
+            return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
+        try:
+            return self.watch()
+        except OutputError as exc:
+            self.stop()
+            return Outcome(*rejected_output(exc.rule, str(exc)))
 
     def prepare(self) -> Outcome | None:
         """Build the job directory; an Outcome when the job cannot run at all."""
@@ -254,26 +272,22 @@ class EvaluatorRun:
     # -- results
 
     def collect(self) -> None:
-        """Save the result of every task the evaluator reported finished since the last look."""
+        """Save the result of every task the evaluator reported finished since the last look; a
+        result that breaks a rule raises :class:`OutputError` (the job wrote it, nothing is trusted)."""
         for key in self.new_progress_keys():
             if key in self.tasks and key not in self.saved:
-                result = _read_json(self.out_dir / "tasks" / key / "result.json")
-                if result is not None:
-                    save_task_result(self.evaluation, self.tasks[key], result)
-                    self.saved.add(key)
+                path = self.out_dir / "tasks" / key / "result.json"
+                if not path.exists() and not path.is_symlink():
+                    continue
+                result = read_task_result(path, self.tasks[key])
+                save_task_result(self.evaluation, self.tasks[key], result)
+                self.saved.add(key)
 
     def new_progress_keys(self) -> list[str]:
-        path = self.out_dir / "progress.jsonl"
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(self.progress_offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next look
-        self.progress_offset += len(complete)
+        # Bounded reads: a line still being written waits for the next look.
+        lines, self.progress_offset = read_appended(self.out_dir / "progress.jsonl", self.progress_offset)
         keys = []
-        for line in complete.splitlines():
+        for line in lines:
             try:
                 keys.append(str(json.loads(line)["task"]))
             except (ValueError, KeyError, TypeError):
@@ -284,11 +298,21 @@ class EvaluatorRun:
         if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
             oom = bool(self.container_name) and self.container_oom_killed()
             return Outcome(*failed_run(returncode, self.log_tail(), oom))
-        document = _read_json(self.out_dir / "results.json")
-        if not isinstance(document, dict) or not isinstance(document.get("tasks"), dict):
+        path = self.out_dir / "results.json"
+        if not path.exists() and not path.is_symlink():
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
                                                   "A maintainer has the log. Not charged to your quota.")
+        try:  # the summary stored is the one recomputed from the checked per-task scores
+            document = read_results(path, self.tasks.values())
+            self.keep_artifacts(document)
+        except OutputError as exc:
+            return Outcome(*rejected_output(exc.rule, str(exc)))
         return Outcome("scored", results=document)
+
+    def keep_artifacts(self, document: dict) -> None:
+        """Copy only allowed files of out/ to checked/, with the checked results.json in it."""
+        copy_artifacts(self.out_dir, self.checked_dir, skip=("results.json",))
+        (self.checked_dir / "results.json").write_text(json.dumps(document), encoding="utf-8")
 
     def container_oom_killed(self) -> bool:
         from evaluator import container
@@ -298,11 +322,10 @@ class EvaluatorRun:
 
     def log_text(self) -> str:
         try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(max(0, self.log_path.stat().st_size - LOG_LIMIT_CHARS))
-                return handle.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
+            text, _cut = read_log_tail(self.log_path, LOG_LIMIT_CHARS)
+        except OutputError as exc:
+            return f"(the log was not read: {exc})"
+        return text
 
     def log_tail(self) -> str:
         lines = [line for line in self.scrubbed_log().splitlines() if line.strip()]
@@ -333,13 +356,6 @@ def make_read_only(folder: Path) -> None:
         for name in files:
             os.chmod(os.path.join(path, name), 0o444)
         os.chmod(path, 0o555)  # noqa: S103 - read and traverse only, no write bit
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def _signal_group(pid: int, sig: int) -> None:

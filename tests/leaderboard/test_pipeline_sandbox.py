@@ -33,3 +33,56 @@ def test_the_score_command_never_sees_the_workers_secrets(owner, imported_sample
     assert seen["HOME"] == seen["TMPDIR"] and job_tmp.name == "tmp"
     assert Path(settings.JOBS_ROOT) in job_tmp.parents  # private to the attempt, inside its folder
     assert seen["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+
+
+def charged(evaluation) -> bool:
+    evaluation.submission.refresh_from_db(fields=["charged"])
+    return evaluation.submission.charged
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("mode", "rule"), [
+    ("symlink-artifact", "'symlink'"),
+    ("nan-score", "'score not finite'"),
+    ("score-7", "'score out of range'"),
+    ("unknown-task", "'unknown task'"),
+    ("bad-summary", "'summary'"),
+])
+def test_output_that_breaks_a_rule_fails_as_the_pages_doing_and_nothing_is_kept(
+        mode, rule, owner, imported_sample, monkeypatch, settings, django_capture_on_commit_callbacks):
+    steer(monkeypatch, f"--fake-mode {mode}")
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "failed"
+    assert evaluation.failure_kind == "page" and charged(evaluation)
+    assert f"broke the rule {rule}" in evaluation.failure_reason, evaluation.failure_reason
+    assert evaluation.final is None
+    assert not (Path(settings.ARTIFACTS_ROOT) / str(evaluation.pk)).exists()
+
+
+@pytest.mark.django_db
+def test_the_stored_summary_is_recomputed_and_artifacts_are_checked_copies(
+        owner, imported_sample, settings, django_capture_on_commit_callbacks):
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored", evaluation.failure_reason
+    stored = json.loads((Path(settings.ARTIFACTS_ROOT) / str(evaluation.pk) / "results.json").read_text())
+    assert stored["summary"] == evaluation.summary
+    assert set(evaluation.summary["by_category"]) == {"interaction_complexity", "visual_complexity", "domain"}
+    assert evaluation.summary["n_missing"] == 0  # fields only the recomputation adds
+    folder = Path(settings.ARTIFACTS_ROOT) / str(evaluation.pk)
+    assert sorted(p.name for p in (folder / "tasks").iterdir()) == ["101", "dev-b"]
+
+
+@pytest.mark.django_db
+def test_a_container_that_cannot_keep_chromiums_sandbox_is_an_uncharged_infrastructure_failure(
+        owner, imported_sample, monkeypatch, django_capture_on_commit_callbacks):
+    from evaluator import container
+    from leaderboard.worker import evaluator_run
+
+    def refuse(self):
+        raise container.ContainerSandboxError("the engine refused the seccomp profile")
+
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "command", refuse)
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "failed" and evaluation.failure_kind == "infrastructure"
+    assert "the engine refused the seccomp profile" in evaluation.failure_reason
+    assert not charged(evaluation)
