@@ -104,7 +104,7 @@ class EvaluatorRun:
     def __init__(self, evaluation: Evaluation, token: str):
         self.evaluation = evaluation
         self.token = token
-        self.dir = Path(settings.JOBS_ROOT) / str(evaluation.pk)
+        self.dir = attempt_folder(evaluation.pk, evaluation.attempts)
         self.out_dir = self.dir / "out"
         self.checked_dir = self.dir / "checked"  # what was kept of out/, after every check
         self.log_path = self.dir / "evaluator.log"
@@ -126,6 +126,8 @@ class EvaluatorRun:
             self.start()
         except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
             return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
+        except ClaimLost:
+            return Outcome("lost")
         try:
             return self.watch()
         except OutputError as exc:
@@ -148,7 +150,10 @@ class EvaluatorRun:
         self.cleanup()
         self.dir.mkdir(parents=True)
         Evaluation.objects.filter(pk=self.evaluation.pk).update(tasks_total=len(self.tasks))
+        # Copying task data and a large bundle takes a while: the claim is kept alive between steps.
         self.data_path = write_job_dataset(self.tasks.values(), self.dir)
+        if not self.heartbeat():
+            return Outcome("lost")
         zipped = copy_bundle(self.evaluation.submission, self.dir / "bundle.zip")
         try:
             extract_bundle(zipped, self.dir / "bundle", set(self.tasks))
@@ -157,7 +162,7 @@ class EvaluatorRun:
         finally:
             zipped.unlink()
         make_read_only(self.dir / "bundle")
-        return None
+        return None if self.heartbeat() else Outcome("lost")
 
     def command(self) -> list[str]:
         if settings.EVALUATOR_SANDBOX == "container":
@@ -197,6 +202,8 @@ class EvaluatorRun:
 
     def start(self) -> None:
         command = self.command()
+        if not self.heartbeat():  # building the command may start the OCR-fill container first
+            raise ClaimLost
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
                 command, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
@@ -268,6 +275,10 @@ class EvaluatorRun:
             for path, _dirs, _files in os.walk(self.dir):
                 os.chmod(path, 0o700)  # make_read_only's folders must be writable again to be removed
             shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.dir.parent.rmdir()  # the evaluation's folder, once no attempt is left in it
+        except OSError:
+            pass
 
     # -- results
 
@@ -333,6 +344,38 @@ class EvaluatorRun:
 
     def scrubbed_log(self) -> str:
         return scrub(self.log_text(), split_secrets(self.tasks.values()))
+
+
+class ClaimLost(Exception):
+    """The claim was taken away while the job was being started."""
+
+
+def attempt_folder(evaluation_id: int, attempt: int) -> Path:
+    """JOBS_ROOT/<evaluation>/attempt-<n>: every claim works in its own folder, so an attempt
+    presumed dead that still runs can never delete the work of the attempt that replaced it."""
+    return Path(settings.JOBS_ROOT) / str(evaluation_id) / f"attempt-{attempt}"
+
+
+def remove_ended_attempts() -> int:
+    """Remove attempt folders no live claim works in (dead workers' leftovers); returns how many."""
+    root = Path(settings.JOBS_ROOT)
+    folders = {}
+    for path in root.glob("*/attempt-*") if root.is_dir() else []:
+        number = path.name.removeprefix("attempt-")
+        if path.parent.name.isdigit() and number.isdigit():
+            folders[path] = (int(path.parent.name), int(number))
+    live = set(Evaluation.objects.filter(pk__in={pk for pk, _ in folders.values()}, status="running")
+               .values_list("pk", "attempts"))
+    ended = [path for path, key in folders.items() if key not in live]
+    for path in ended:
+        for folder, _dirs, _files in os.walk(path):
+            os.chmod(folder, 0o700)  # make_read_only's folders must be writable again to be removed
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            path.parent.rmdir()
+        except OSError:
+            pass
+    return len(ended)
 
 
 def ocr_cache_dir() -> Path:

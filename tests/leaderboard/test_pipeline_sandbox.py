@@ -86,3 +86,72 @@ def test_a_container_that_cannot_keep_chromiums_sandbox_is_an_uncharged_infrastr
     assert evaluation.status == "failed" and evaluation.failure_kind == "infrastructure"
     assert "the engine refused the seccomp profile" in evaluation.failure_reason
     assert not charged(evaluation)
+
+
+# --------------------------------------------------------------------------- one folder per attempt
+
+
+@pytest.mark.django_db
+def test_two_attempts_work_in_their_own_folders_and_never_delete_each_others(owner, imported_sample, settings):
+    from leaderboard.models import Evaluation
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import EVALUATIONS
+
+    evaluation = queued(owner)
+    first_token = EVALUATIONS.claim(evaluation.pk, "node-a:1")
+    first = evaluator_run.EvaluatorRun(Evaluation.objects.get(pk=evaluation.pk), first_token)
+    assert first.prepare() is None
+    # node-a is presumed dead; its evaluation is claimed again while its process still runs.
+    Evaluation.objects.filter(pk=evaluation.pk).update(status="queued", claim_token="")
+    second_token = EVALUATIONS.claim(evaluation.pk, "node-b:1")
+    second = evaluator_run.EvaluatorRun(Evaluation.objects.get(pk=evaluation.pk), second_token)
+    assert second.prepare() is None
+    assert first.dir != second.dir and first.dir.parent == second.dir.parent == Path(settings.JOBS_ROOT) / str(
+        evaluation.pk)
+    first.cleanup()  # the old attempt ending late
+    assert (second.dir / "bundle").is_dir() and not first.dir.exists()
+    assert evaluator_run.remove_ended_attempts() == 0  # the live attempt's folder stays
+    Evaluation.objects.filter(pk=evaluation.pk).update(status="failed", claim_token="")
+    assert evaluator_run.remove_ended_attempts() == 1
+    assert not (Path(settings.JOBS_ROOT) / str(evaluation.pk)).exists()
+
+
+@pytest.mark.django_db
+def test_the_heartbeat_beats_while_the_job_is_prepared_and_started(owner, imported_sample, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    from leaderboard.worker import evaluator_run
+
+    beats, started = [], []
+    real_beat, real_start = evaluator_run.EvaluatorRun.heartbeat, evaluator_run.EvaluatorRun.start
+
+    def beat(self):
+        beats.append("started" if started else "before")
+        return real_beat(self)
+
+    def start(self):
+        real_start(self)
+        started.append(True)
+
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "heartbeat", beat)
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "start", start)
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored", evaluation.failure_reason
+    assert beats.count("before") >= 3  # after the task data, after the bundle, before the process starts
+
+
+@pytest.mark.django_db
+def test_a_claim_lost_while_the_job_is_prepared_starts_no_evaluator(owner, imported_sample, monkeypatch,
+                                                                    django_capture_on_commit_callbacks):
+    from leaderboard.models import Evaluation
+    from leaderboard.worker import evaluator_run
+
+    real_copy = evaluator_run.copy_bundle
+
+    def copy_then_cancel(submission, target):
+        Evaluation.objects.filter(submission=submission).update(status="cancelled", claim_token="")
+        return real_copy(submission, target)
+
+    monkeypatch.setattr(evaluator_run, "copy_bundle", copy_then_cancel)
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "start", lambda self: pytest.fail("evaluator started"))
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "cancelled"
