@@ -141,7 +141,7 @@ STATIC_ROOT = Path(env.get_str("IWR_STATIC_ROOT", str(DATA_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env.get_str("IWR_MEDIA_ROOT", str(DATA_DIR / "media")))
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": "leaderboard.storage.UploadStorage"},  # ground truth kept outside MEDIA_ROOT
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if not DEBUG and IWR_ENV != "test"
@@ -227,6 +227,8 @@ LOGGING = {
 TASKS_ROOT = Path(env.get_str("IWR_TASKS_ROOT", str(DATA_DIR / "tasks")))
 ARTIFACTS_ROOT = Path(env.get_str("IWR_ARTIFACTS_ROOT", str(DATA_DIR / "artifacts")))
 JOBS_ROOT = Path(env.get_str("IWR_JOBS_ROOT", str(DATA_DIR / "jobs")))
+# Stored files that are ground truth (the held-out reference baselines' bundles): never under MEDIA_ROOT.
+GROUND_TRUTH_ROOT = Path(env.get_str("IWR_GROUND_TRUTH_ROOT", str(DATA_DIR / "ground-truth")))
 SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "var" / "benchmark")))
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from django.core.files import File
+from django.core.files.storage import default_storage
 from django.db import transaction
 
 from evaluator.baselines import KINDS, build_baselines
@@ -21,6 +22,7 @@ from evaluator.protocols import get_protocol
 from leaderboard.intake import dispatch
 from leaderboard.intake.evaluations import queue_evaluation
 from leaderboard.models import Evaluation, Submission
+from leaderboard.storage import GROUND_TRUTH_PREFIX
 
 ORGANISATION = "IWR-Bench maintainers"
 LIVE = (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING, Evaluation.Status.SCORED)
@@ -63,8 +65,10 @@ def _create(split: str, kind: str, zipped: Path) -> Submission:
     submission = Submission(kind=Submission.Kind.BASELINE, owner=None, split=split, model_name=KINDS[kind],
                             organisation=ORGANISATION, public=True, charged=False, open_weights=True,
                             description=_DESCRIPTIONS[kind], bundle_size=zipped.stat().st_size)
+    # A reference baseline's bundle is the reference pages themselves: stored as ground truth.
     with open(zipped, "rb") as handle:
-        submission.bundle.save(f"baseline-{split}-{kind}.zip", File(handle), save=False)
+        submission.bundle.name = default_storage.save(f"{GROUND_TRUTH_PREFIX}baselines/{split}-{kind}.zip",
+                                                      File(handle))
     submission.save()
     return submission
 
