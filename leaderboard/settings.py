@@ -269,8 +269,13 @@ EVALUATOR_SANDBOX = env.get_choice("IWR_EVALUATOR_SANDBOX", "", ("", "bubblewrap
 EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
 # Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".
 EVALUATOR_EXTRA_ARGS = env.get_str("IWR_EVALUATOR_EXTRA_ARGS", "")
+# Housekeeping runs on a queue of its own (its own small worker in docker/compose.yaml): a reaper
+# behind hours of scoring or generation could never re-queue the work of a dead worker in time.
+CELERY_TASK_ROUTES = {"leaderboard.reap": {"queue": "housekeeping"}}
 CELERY_BEAT_SCHEDULE = {
-    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
+    # A reap nobody picked up within one interval is superseded by the next: it expires, never piles up.
+    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(REAPER_INTERVAL_SECONDS),
+                         "options": {"queue": "housekeeping", "expires": float(REAPER_INTERVAL_SECONDS)}},
 }
 # Shared by the site and the workers so a worker's leaderboard-generation bump reaches every
 # page cache (a per-process memory cache would not). IWR_CACHE_URL=redis://... for scale-out.

@@ -208,7 +208,7 @@ def harness(environ: dict, *args) -> dict:
 class Worker:
     """A real Celery worker node (prefork pool, embedded beat) in its own process group."""
 
-    def __init__(self, environ: dict, node: str, log_path: Path, queues: str = "evaluate,default",
+    def __init__(self, environ: dict, node: str, log_path: Path, queues: str = "evaluate,default,housekeeping",
                  concurrency: int = 1):
         self.log_path = log_path
         self.process = subprocess.Popen(
