@@ -192,8 +192,19 @@ class EvaluatorRun:
         # The job reads the shared reference OCR cache read-only; a trusted container beside it fills it.
         container.start_fill(self.data_path, ocr_cache_dir(), settings.EVALUATOR_IMAGE, f"{self.container_name}-ocr",
                              container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE)
-        return container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
-                                     container_limits(), settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
+        command = container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
+                                        container_limits(), settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
+        return [*command[:2], *self.container_labels(), *command[2:]]
+
+    def container_labels(self) -> list[str]:
+        """Who runs the container and for which attempt: a restarted dispatcher finds and removes the
+        containers of its dead processes (:func:`remove_node_containers`); the engine stops one
+        within the worker's own grace period."""
+        node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
+        labels = {LABEL_DISPATCHER: node, LABEL_EVALUATION: str(self.evaluation.pk),
+                  LABEL_ATTEMPT: str(self.evaluation.attempts)}
+        return [*(word for name, value in labels.items() for word in ("--label", f"{name}={value}")),
+                "--stop-timeout", str(STOP_GRACE_SECONDS)]
 
     def remove_container(self) -> None:
         """A container outlives a killed ``docker run`` client: stop and remove it explicitly."""
@@ -376,6 +387,29 @@ def remove_ended_attempts() -> int:
         except OSError:
             pass
     return len(ended)
+
+
+LABEL_DISPATCHER = "org.iwr-bench.dispatcher"
+LABEL_EVALUATION = "org.iwr-bench.evaluation"
+LABEL_ATTEMPT = "org.iwr-bench.attempt"
+
+
+def remove_node_containers(node: str) -> int:
+    """A dispatcher node (re)starting: its earlier processes are dead, so are their jobs; remove the
+    job containers labelled with ``node`` (a container outlives a killed ``docker run``)."""
+    if settings.EVALUATOR_SANDBOX != "container":
+        return 0
+    engine = settings.CONTAINER_ENGINE
+    try:
+        listed = subprocess.run([engine, "ps", "--all", "--quiet", "--filter", f"label={LABEL_DISPATCHER}={node}"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("could not list the job containers of %s: %s", node, exc)
+        return 0
+    ids = listed.stdout.split() if listed.returncode == 0 else []
+    if ids:
+        subprocess.run([engine, "rm", "--force", *ids], capture_output=True, timeout=120)
+    return len(ids)
 
 
 def ocr_cache_dir() -> Path:

@@ -24,4 +24,5 @@ def reap(now=None) -> dict:
 
 def reap_node(node: str) -> int:
     """Evaluations and generation jobs re-queued because ``node`` restarted while running them."""
+    evaluator_run.remove_node_containers(node)  # the job containers its dead processes left running
     return scoring.reap_node(node) + generating.reap_node(node)

@@ -155,3 +155,48 @@ def test_a_claim_lost_while_the_job_is_prepared_starts_no_evaluator(owner, impor
     monkeypatch.setattr(evaluator_run.EvaluatorRun, "start", lambda self: pytest.fail("evaluator started"))
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert evaluation.status == "cancelled"
+
+
+# --------------------------------------------------------------------------- job containers
+
+
+@pytest.mark.django_db
+def test_a_job_container_is_labelled_with_its_dispatcher_and_attempt_and_stops_in_time(owner, settings,
+                                                                                      monkeypatch, tmp_path):
+    from evaluator import container
+    from leaderboard.models import Evaluation
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import EVALUATIONS
+    from tests.leaderboard.factories import make_queued_evaluation, make_submission
+
+    settings.EVALUATOR_SANDBOX = "container"
+    settings.JOBS_ROOT = tmp_path / "jobs"
+    monkeypatch.setattr(container, "start_fill", lambda *args: True)
+    evaluation = make_queued_evaluation(make_submission(owner))
+    token = EVALUATIONS.claim(evaluation.pk, "dispatcher@host-7:4242")
+    job = evaluator_run.EvaluatorRun(Evaluation.objects.get(pk=evaluation.pk), token)
+    job.dir.mkdir(parents=True)
+    job.data_path = job.dir / "data.jsonl"
+    command = job.command()
+    assert command[1] == "run"
+    labels = {command[i + 1] for i, part in enumerate(command) if part == "--label"}
+    assert labels == {"org.iwr-bench.dispatcher=dispatcher@host-7", f"org.iwr-bench.evaluation={evaluation.pk}",
+                      "org.iwr-bench.attempt=1"}
+    assert command[command.index("--stop-timeout") + 1] == str(evaluator_run.STOP_GRACE_SECONDS)
+
+
+def test_a_restarted_dispatcher_removes_the_containers_of_its_dead_processes(settings, tmp_path):
+    from leaderboard.worker import evaluator_run
+
+    calls = tmp_path / "calls"
+    engine = tmp_path / "engine"
+    engine.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n[ "$1" = ps ] && printf "c1\\nc2\\n"\nexit 0\n')
+    engine.chmod(0o755)
+    settings.EVALUATOR_SANDBOX = "container"
+    settings.CONTAINER_ENGINE = str(engine)
+    assert evaluator_run.remove_node_containers("dispatcher@host-7") == 2
+    ps, rm = calls.read_text().splitlines()
+    assert ps == "ps --all --quiet --filter label=org.iwr-bench.dispatcher=dispatcher@host-7"
+    assert rm == "rm --force c1 c2"
+    settings.EVALUATOR_SANDBOX = "bubblewrap"
+    assert evaluator_run.remove_node_containers("dispatcher@host-7") == 0  # no engine to ask
