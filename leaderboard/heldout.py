@@ -9,8 +9,9 @@ everyone who may open the submission. Otherwise a few submissions a day could be
 task towards the hidden ground truth.
 
 What is charged. A scoring that fails because of the submitted pages (the evaluator running out
-of memory, crashing, exiting with an error, or running past the time limit) counts against the
-daily quota like a scored one: refunding it would let a page probe the held-out tasks for free.
+of memory, crashing, exiting with an error, running past the time limit, or the job writing output
+that breaks a rule of :mod:`evaluator.outputs`) counts against the daily quota like a scored one:
+refunding it would let a page probe the held-out tasks for free.
 Only failures of the infrastructure (a worker or machine stopped, the protocol or tasks gone,
 the evaluator finishing without results) are refunded. The Submit and About pages state this rule.
 """

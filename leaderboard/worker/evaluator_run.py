@@ -2,10 +2,16 @@
 
 :mod:`leaderboard.worker.scoring` claims an evaluation and runs it as an :class:`EvaluatorRun`, which
 
-- builds the job directory: the extracted bundle and the split's task data, read-only;
+- builds the job directory, one per attempt (JOBS_ROOT/<evaluation>/attempt-<n>): the extracted
+  bundle and the split's task data, read-only; the claim is kept alive while it is built;
 - runs the evaluator CLI on it as a child process in its own process group (directly, in the
   evaluator's sandbox, or in a fresh container: :meth:`EvaluatorRun.command`), with a reference OCR
   cache kept between jobs;
+- starts the score command with the evaluator's allow-listed environment only
+  (:func:`evaluator.isolation.launcher_environment`), never the worker's secrets;
+- reads everything the job wrote through :mod:`evaluator.outputs` (a page that escaped its browser
+  controls it): checked task results, ``results.json`` with its summary recomputed, only allowed
+  artifact files, a bounded log; a broken rule fails the job as the pages' doing;
 - saves every task result the evaluator reports at once (idempotent) and beats the heart while
   the claim holds; it stops the evaluator when the claim is gone or the time limit has passed;
 - ends in an :class:`Outcome` (scored, failed, retry or lost) for scoring to store, with
