@@ -42,6 +42,7 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
     """Build and queue the baselines of ``split`` that are not scored under the protocol yet (a kind
     with no page at all, such as reference pages of tasks without reference data, is left out)."""
     protocol = get_protocol(protocol_name)
+    move_out_of_media(split)
     kinds = [kind for kind in KINDS if needs_scoring(split, kind, protocol)]
     if not kinds:
         return []
@@ -59,6 +60,22 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
                 transaction.on_commit(partial(dispatch.evaluation, evaluation.pk))
             queued.append(evaluation)
     return queued
+
+
+def move_out_of_media(split: str) -> int:
+    """Baseline bundles stored under MEDIA_ROOT by an earlier version move to the ground-truth store;
+    returns how many moved."""
+    moved = 0
+    stale = Submission.objects.filter(kind=Submission.Kind.BASELINE, split=split).exclude(bundle="").exclude(
+        bundle__startswith=GROUND_TRUTH_PREFIX)
+    for submission in stale:
+        old = submission.bundle.name
+        with default_storage.open(old, "rb") as handle:
+            new = default_storage.save(f"{GROUND_TRUTH_PREFIX}baselines/{Path(old).name}", File(handle))
+        Submission.objects.filter(pk=submission.pk).update(bundle=new)
+        default_storage.delete(old)
+        moved += 1
+    return moved
 
 
 def _create(split: str, kind: str, zipped: Path) -> Submission:

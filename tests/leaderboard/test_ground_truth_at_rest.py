@@ -76,3 +76,22 @@ def test_public_replay_files_stay_cacheable(client, owner, imported_sample, root
     response = client.get(f"/results/{evaluation.pk}/tasks/{key}/files/reference.mp4")
     assert response.status_code == 200
     assert response["Cache-Control"] == "public, max-age=3600"
+
+
+def test_a_baseline_bundle_an_earlier_version_left_in_media_root_is_moved_out(roots, settings, tmp_path):
+    from django.core.files import File
+
+    from leaderboard.models import Submission
+    from tests.leaderboard.factories import make_submission
+
+    zipped = write_bundle(tmp_path / "old.zip", ["201"])
+    submission = make_submission(None, kind=Submission.Kind.BASELINE, model_name="Reference pages", split="test")
+    with open(zipped, "rb") as handle:
+        submission.bundle.save("bundles/2025/01/baseline-test-reference.zip", File(handle))
+    old = Path(submission.bundle.path)
+    assert Path(settings.MEDIA_ROOT) in old.parents
+    assert baselines.move_out_of_media("test") == 1
+    submission.refresh_from_db()
+    assert not old.exists() and submission.bundle.name.startswith("ground-truth/baselines/")
+    assert copy_bundle(submission, tmp_path / "copy.zip").read_bytes() == zipped.read_bytes()
+    assert baselines.move_out_of_media("test") == 0
