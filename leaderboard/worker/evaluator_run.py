@@ -195,6 +195,7 @@ class EvaluatorRun:
         (self.dir / "job.json").write_text(json.dumps(job))
         container.prepare_job_dir(self.dir)
         self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
+        remove_overdue_containers()  # whoever started them died without removing them
         # The job reads the shared reference OCR cache read-only; a trusted container beside it fills it.
         container.start_fill(self.data_path, ocr_cache_dir(), settings.EVALUATOR_IMAGE, f"{self.container_name}-ocr",
                              container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE)
@@ -207,8 +208,9 @@ class EvaluatorRun:
         containers of its dead processes (:func:`remove_node_containers`); the engine stops one
         within the worker's own grace period."""
         node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
+        deadline = int(time.time()) + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
         labels = {LABEL_DISPATCHER: node, LABEL_EVALUATION: str(self.evaluation.pk),
-                  LABEL_ATTEMPT: str(self.evaluation.attempts)}
+                  LABEL_ATTEMPT: str(self.evaluation.attempts), LABEL_DEADLINE: str(deadline)}
         return [*(word for name, value in labels.items() for word in ("--label", f"{name}={value}")),
                 "--stop-timeout", str(STOP_GRACE_SECONDS)]
 
@@ -398,6 +400,30 @@ def remove_ended_attempts() -> int:
 LABEL_DISPATCHER = "org.iwr-bench.dispatcher"
 LABEL_EVALUATION = "org.iwr-bench.evaluation"
 LABEL_ATTEMPT = "org.iwr-bench.attempt"
+LABEL_DEADLINE = "org.iwr-bench.deadline"  # Unix time after which no worker still watches the container
+
+
+def _engine(*args: str) -> str | None:
+    """Output of a container engine command, None when it failed (logged: housekeeping must not fail a job)."""
+    try:
+        done = subprocess.run([settings.CONTAINER_ENGINE, *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("container engine %s failed: %s", args[0], exc)
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def remove_overdue_containers(now: float | None = None) -> int:
+    """The wall-clock limit, kept by the engine's own records: remove every job container past the
+    deadline on its label (its worker died and nobody else would stop it); returns how many."""
+    listed = _engine("ps", "--all", "--filter", f"label={LABEL_DEADLINE}",
+                     "--format", f'{{{{.ID}}}} {{{{.Label "{LABEL_DEADLINE}"}}}}') or ""
+    now = time.time() if now is None else now
+    overdue = [cid for cid, _, deadline in (line.partition(" ") for line in listed.splitlines())
+               if deadline.strip().isdigit() and int(deadline) < now]
+    if overdue:
+        _engine("rm", "--force", *overdue)
+    return len(overdue)
 
 
 def remove_node_containers(node: str) -> int:
@@ -405,16 +431,9 @@ def remove_node_containers(node: str) -> int:
     job containers labelled with ``node`` (a container outlives a killed ``docker run``)."""
     if settings.EVALUATOR_SANDBOX != "container":
         return 0
-    engine = settings.CONTAINER_ENGINE
-    try:
-        listed = subprocess.run([engine, "ps", "--all", "--quiet", "--filter", f"label={LABEL_DISPATCHER}={node}"],
-                                capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("could not list the job containers of %s: %s", node, exc)
-        return 0
-    ids = listed.stdout.split() if listed.returncode == 0 else []
+    ids = (_engine("ps", "--all", "--quiet", "--filter", f"label={LABEL_DISPATCHER}={node}") or "").split()
     if ids:
-        subprocess.run([engine, "rm", "--force", *ids], capture_output=True, timeout=120)
+        _engine("rm", "--force", *ids)
     return len(ids)
 
 
