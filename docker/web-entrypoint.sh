@@ -1,5 +1,5 @@
 #!/bin/sh
-# Entry point of the web image:  web | dispatcher | generator | beat | manage ARGS...
+# Entry point of the web image:  web | dispatcher | generator | housekeeper | beat | manage ARGS...
 set -eu
 case "${1:-web}" in
   web)
@@ -12,6 +12,9 @@ case "${1:-web}" in
     exec celery -A leaderboard worker -Q evaluate -c "${DISPATCH_CONCURRENCY:-2}" -n "dispatcher@%h" --loglevel=INFO ;;
   generator)
     exec celery -A leaderboard worker -Q generate,default -c "${GENERATE_CONCURRENCY:-2}" -n "generator@%h" --loglevel=INFO ;;
+  housekeeper)
+    # The reaper and other short periodic tasks: never queued behind a scoring or a generation.
+    exec celery -A leaderboard worker -Q housekeeping -c 1 -n "housekeeper@%h" --loglevel=INFO ;;
   beat)
     exec celery -A leaderboard beat -s /tmp/celerybeat-schedule --loglevel=INFO ;;
   manage)

@@ -9,8 +9,9 @@ everyone who may open the submission. Otherwise a few submissions a day could be
 task towards the hidden ground truth.
 
 What is charged. A scoring that fails because of the submitted pages (the evaluator running out
-of memory, crashing, exiting with an error, or running past the time limit) counts against the
-daily quota like a scored one: refunding it would let a page probe the held-out tasks for free.
+of memory, crashing, exiting with an error, running past the time limit, or the job writing output
+that breaks a rule of :mod:`evaluator.outputs`) counts against the daily quota like a scored one:
+refunding it would let a page probe the held-out tasks for free.
 Only failures of the infrastructure (a worker or machine stopped, the protocol or tasks gone,
 the evaluator finishing without results) are refunded. The Submit and About pages state this rule.
 """
@@ -53,3 +54,12 @@ def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, 
 def time_limit_reason(limit: int) -> str:
     return (f"Scoring took longer than the limit of {limit // 60} min {limit % 60} s and was stopped. "
             "A page that never settles (endless scripts, huge layouts) is the usual cause; check the log.")
+
+
+def rejected_output(rule: str, message: str) -> tuple[str, str, str]:
+    """(status, kind, reason) of a job whose output broke a rule of :mod:`evaluator.outputs`.
+
+    Only a page that escaped its browser writes such output: charged like any page failure, so
+    forged results cannot probe the held-out tasks for free."""
+    return "failed", Kind.PAGE, (f"The job's output broke the rule '{rule}' and nothing of it was kept "
+                                 f"({message[:300]}). {CHARGED_NOTE}")

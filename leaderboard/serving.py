@@ -41,8 +41,12 @@ def accel_path(path: Path) -> str | None:
     return None
 
 
-def serve_file(request, path: Path, *, download_name: str | None = None, headers: dict | None = None):
-    """Answer ``request`` with the file at ``path`` (already access-checked by the caller)."""
+def serve_file(request, path: Path, *, download_name: str | None = None, headers: dict | None = None,
+               staff_only: bool = False):
+    """Answer ``request`` with the file at ``path`` (already access-checked by the caller).
+
+    ``staff_only``: a file only staff may see (held-out ground truth or results): no cache but the
+    reader's own may keep it, whatever ``headers`` say."""
     content_type = mimetypes.guess_type(Path(path).name)[0] or "application/octet-stream"
     internal = accel_path(path) if settings.FILE_SERVING == "x-accel" else None
     if internal:
@@ -56,6 +60,8 @@ def serve_file(request, path: Path, *, download_name: str | None = None, headers
         response["Accept-Ranges"] = "bytes"  # the proxy says so itself
     for name, value in (headers or {}).items():
         response[name] = value
+    if staff_only:
+        response["Cache-Control"] = "private, no-store"
     return response
 
 

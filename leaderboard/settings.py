@@ -143,7 +143,7 @@ STATIC_ROOT = Path(env.get_str("IWR_STATIC_ROOT", str(DATA_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env.get_str("IWR_MEDIA_ROOT", str(DATA_DIR / "media")))
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": "leaderboard.storage.UploadStorage"},  # ground truth kept outside MEDIA_ROOT
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if not DEBUG and IWR_ENV != "test"
@@ -244,6 +244,8 @@ LOGGING = {
 TASKS_ROOT = Path(env.get_str("IWR_TASKS_ROOT", str(DATA_DIR / "tasks")))
 ARTIFACTS_ROOT = Path(env.get_str("IWR_ARTIFACTS_ROOT", str(DATA_DIR / "artifacts")))
 JOBS_ROOT = Path(env.get_str("IWR_JOBS_ROOT", str(DATA_DIR / "jobs")))
+# Stored files that are ground truth (the held-out reference baselines' bundles): never under MEDIA_ROOT.
+GROUND_TRUTH_ROOT = Path(env.get_str("IWR_GROUND_TRUTH_ROOT", str(DATA_DIR / "ground-truth")))
 SAMPLE_BENCHMARK_DIR = Path(env.get_str("IWR_SAMPLE_BENCHMARK", str(BASE_DIR / "var" / "benchmark")))
 
 # ---------------------------------------------------------------------------------------
@@ -284,8 +286,13 @@ EVALUATOR_SANDBOX = env.get_choice("IWR_EVALUATOR_SANDBOX", "", ("", "bubblewrap
 EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
 # Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".
 EVALUATOR_EXTRA_ARGS = env.get_str("IWR_EVALUATOR_EXTRA_ARGS", "")
+# Housekeeping runs on a queue of its own (its own small worker in docker/compose.yaml): a reaper
+# behind hours of scoring or generation could never re-queue the work of a dead worker in time.
+CELERY_TASK_ROUTES = {"leaderboard.reap": {"queue": "housekeeping"}}
 CELERY_BEAT_SCHEDULE = {
-    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
+    # A reap nobody picked up within one interval is superseded by the next: it expires, never piles up.
+    "reap-evaluations": {"task": "leaderboard.reap", "schedule": float(REAPER_INTERVAL_SECONDS),
+                         "options": {"queue": "housekeeping", "expires": float(REAPER_INTERVAL_SECONDS)}},
 }
 # Shared by the site and the workers so a worker's leaderboard-generation bump reaches every
 # page cache (a per-process memory cache would not). IWR_CACHE_URL=redis://... for scale-out.

@@ -61,7 +61,7 @@ def generate(self, job_id: int) -> str | None:
     return generating.run(job_id, worker_name(self.request.hostname))
 
 
-@shared_task(name="leaderboard.reap", queue="default", time_limit=120)
+@shared_task(name="leaderboard.reap", queue="housekeeping", time_limit=120)
 def reap() -> dict:
     """Re-queue the work of dead workers and re-send lost wake-ups (Celery beat runs this)."""
     from leaderboard.worker import reaper

@@ -32,9 +32,12 @@ $PY manage.py load_sample_data
 echo "[run] starting the Celery worker (embedded filesystem transport)"
 .venv/bin/celery -A leaderboard worker -Q evaluate,generate,default -c 1 --loglevel=INFO > var/worker.log 2>&1 &
 WORKER=$!
+# The reaper runs beside the scoring worker, never behind it.
+.venv/bin/celery -A leaderboard worker -Q housekeeping -c 1 -n housekeeper@%h --loglevel=INFO > var/housekeeper.log 2>&1 &
+HOUSEKEEPER=$!
 .venv/bin/celery -A leaderboard beat --loglevel=INFO -s var/celerybeat-schedule > var/beat.log 2>&1 &
 BEAT=$!
-trap 'kill $WORKER $BEAT 2>/dev/null; wait $WORKER $BEAT 2>/dev/null' EXIT INT TERM
+trap 'kill $WORKER $HOUSEKEEPER $BEAT 2>/dev/null; wait $WORKER $HOUSEKEEPER $BEAT 2>/dev/null' EXIT INT TERM
 
 cat <<MSG
 

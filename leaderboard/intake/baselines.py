@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from django.core.files import File
+from django.core.files.storage import default_storage
 from django.db import transaction
 
 from evaluator.baselines import KINDS, build_baselines
@@ -21,6 +22,7 @@ from evaluator.protocols import get_protocol
 from leaderboard.intake import dispatch
 from leaderboard.intake.evaluations import queue_evaluation
 from leaderboard.models import Evaluation, Submission
+from leaderboard.storage import GROUND_TRUTH_PREFIX
 
 ORGANISATION = "IWR-Bench maintainers"
 LIVE = (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING, Evaluation.Status.SCORED)
@@ -40,6 +42,7 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
     """Build and queue the baselines of ``split`` that are not scored under the protocol yet (a kind
     with no page at all, such as reference pages of tasks without reference data, is left out)."""
     protocol = get_protocol(protocol_name)
+    move_out_of_media(split)
     kinds = [kind for kind in KINDS if needs_scoring(split, kind, protocol)]
     if not kinds:
         return []
@@ -59,12 +62,30 @@ def queue_baselines(split: str, data_path: Path, protocol_name: str = "iwr-det")
     return queued
 
 
+def move_out_of_media(split: str) -> int:
+    """Baseline bundles stored under MEDIA_ROOT by an earlier version move to the ground-truth store;
+    returns how many moved."""
+    moved = 0
+    stale = Submission.objects.filter(kind=Submission.Kind.BASELINE, split=split).exclude(bundle="").exclude(
+        bundle__startswith=GROUND_TRUTH_PREFIX)
+    for submission in stale:
+        old = submission.bundle.name
+        with default_storage.open(old, "rb") as handle:
+            new = default_storage.save(f"{GROUND_TRUTH_PREFIX}baselines/{Path(old).name}", File(handle))
+        Submission.objects.filter(pk=submission.pk).update(bundle=new)
+        default_storage.delete(old)
+        moved += 1
+    return moved
+
+
 def _create(split: str, kind: str, zipped: Path) -> Submission:
     submission = Submission(kind=Submission.Kind.BASELINE, owner=None, split=split, model_name=KINDS[kind],
                             organisation=ORGANISATION, public=True, charged=False, open_weights=True,
                             description=_DESCRIPTIONS[kind], bundle_size=zipped.stat().st_size)
+    # A reference baseline's bundle is the reference pages themselves: stored as ground truth.
     with open(zipped, "rb") as handle:
-        submission.bundle.save(f"baseline-{split}-{kind}.zip", File(handle), save=False)
+        submission.bundle.name = default_storage.save(f"{GROUND_TRUTH_PREFIX}baselines/{split}-{kind}.zip",
+                                                      File(handle))
     submission.save()
     return submission
 

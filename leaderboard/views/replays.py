@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -254,8 +255,13 @@ def replay_file(request, evaluation_id: int, key: str, name: str):
     if path is None:
         raise Http404("No such file.")
     cache = "public, max-age=3600" if evaluation.submission.public else "private, max-age=600"
-    return serve_file(request, path, headers={"Content-Security-Policy": FILE_CSP,
-                                              "X-Content-Type-Options": "nosniff", "Cache-Control": cache})
+    # Per-task results of a held-out task, and reference checkpoints of one, only staff see.
+    anyone = AnonymousUser()
+    staff_only = not access.shows_task_results(anyone, result.task.split) or file_path(
+        evaluation, result, name, access.reveals_task(anyone, result.task), True) is None
+    return serve_file(request, path, staff_only=staff_only,
+                      headers={"Content-Security-Policy": FILE_CSP, "X-Content-Type-Options": "nosniff",
+                               "Cache-Control": cache})
 
 
 # --------------------------------------------------------------------------- pages

@@ -83,9 +83,9 @@ def file_response(request, file_path, download_name: str | None = None, public: 
     """Serve a stored task file with headers that keep it inert on this origin (byte ranges and the
     proxy's X-Accel-Redirect: :func:`leaderboard.serving.serve_file`); ``public=False`` keeps shared
     caches from storing the file (staff-only files)."""
-    return serve_file(request, file_path, download_name=download_name, headers={
+    return serve_file(request, file_path, download_name=download_name, staff_only=not public, headers={
         "Content-Security-Policy": FILE_CSP, "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "public, max-age=3600" if public else "private, no-store"})
+        "Cache-Control": "public, max-age=3600"})
 
 
 @require_GET

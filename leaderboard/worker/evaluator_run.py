@@ -2,10 +2,16 @@
 
 :mod:`leaderboard.worker.scoring` claims an evaluation and runs it as an :class:`EvaluatorRun`, which
 
-- builds the job directory: the extracted bundle and the split's task data, read-only;
+- builds the job directory, one per attempt (JOBS_ROOT/<evaluation>/attempt-<n>): the extracted
+  bundle and the split's task data, read-only; the claim is kept alive while it is built;
 - runs the evaluator CLI on it as a child process in its own process group (directly, in the
   evaluator's sandbox, or in a fresh container: :meth:`EvaluatorRun.command`), with a reference OCR
   cache kept between jobs;
+- starts the score command with the evaluator's allow-listed environment only
+  (:func:`evaluator.isolation.launcher_environment`), never the worker's secrets;
+- reads everything the job wrote through :mod:`evaluator.outputs` (a page that escaped its browser
+  controls it): checked task results, ``results.json`` with its summary recomputed, only allowed
+  artifact files, a bounded log; a broken rule fails the job as the pages' doing;
 - saves every task result the evaluator reports at once (idempotent) and beats the heart while
   the claim holds; it stops the evaluator when the claim is gone or the time limit has passed;
 - ends in an :class:`Outcome` (scored, failed, retry or lost) for scoring to store, with
@@ -30,7 +36,15 @@ from pathlib import Path
 from django.conf import settings
 from django.db import OperationalError
 
-from leaderboard.heldout import failed_run, time_limit_reason
+from evaluator.outputs import (
+    OutputError,
+    copy_artifacts,
+    read_appended,
+    read_log_tail,
+    read_results,
+    read_task_result,
+)
+from leaderboard.heldout import failed_run, rejected_output, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
 from leaderboard.secrecy import scrub, split_secrets
@@ -96,8 +110,9 @@ class EvaluatorRun:
     def __init__(self, evaluation: Evaluation, token: str):
         self.evaluation = evaluation
         self.token = token
-        self.dir = Path(settings.JOBS_ROOT) / str(evaluation.pk)
+        self.dir = attempt_folder(evaluation.pk, evaluation.attempts)
         self.out_dir = self.dir / "out"
+        self.checked_dir = self.dir / "checked"  # what was kept of out/, after every check
         self.log_path = self.dir / "evaluator.log"
         self.tasks: dict[str, Task] = {}
         self.saved: set[str] = set()
@@ -108,11 +123,22 @@ class EvaluatorRun:
     # -- lifecycle
 
     def run(self) -> Outcome:
+        from evaluator.container import ContainerSandboxError
+
         problem = self.prepare()
         if problem:
             return problem
-        self.start()
-        return self.watch()
+        try:
+            self.start()
+        except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
+            return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
+        except ClaimLost:
+            return Outcome("lost")
+        try:
+            return self.watch()
+        except OutputError as exc:
+            self.stop()
+            return Outcome(*rejected_output(exc.rule, str(exc)))
 
     def prepare(self) -> Outcome | None:
         """Build the job directory; an Outcome when the job cannot run at all."""
@@ -130,7 +156,10 @@ class EvaluatorRun:
         self.cleanup()
         self.dir.mkdir(parents=True)
         Evaluation.objects.filter(pk=self.evaluation.pk).update(tasks_total=len(self.tasks))
+        # Copying task data and a large bundle takes a while: the claim is kept alive between steps.
         self.data_path = write_job_dataset(self.tasks.values(), self.dir)
+        if not self.heartbeat():
+            return Outcome("lost")
         zipped = copy_bundle(self.evaluation.submission, self.dir / "bundle.zip")
         try:
             extract_bundle(zipped, self.dir / "bundle", set(self.tasks))
@@ -139,7 +168,7 @@ class EvaluatorRun:
         finally:
             zipped.unlink()
         make_read_only(self.dir / "bundle")
-        return None
+        return None if self.heartbeat() else Outcome("lost")
 
     def command(self) -> list[str]:
         if settings.EVALUATOR_SANDBOX == "container":
@@ -166,11 +195,24 @@ class EvaluatorRun:
         (self.dir / "job.json").write_text(json.dumps(job))
         container.prepare_job_dir(self.dir)
         self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
+        remove_overdue_containers()  # whoever started them died without removing them
         # The job reads the shared reference OCR cache read-only; a trusted container beside it fills it.
         container.start_fill(self.data_path, ocr_cache_dir(), settings.EVALUATOR_IMAGE, f"{self.container_name}-ocr",
                              container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE)
-        return container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
-                                     container_limits(), settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
+        command = container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
+                                        container_limits(), settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
+        return [*command[:2], *self.container_labels(), *command[2:]]
+
+    def container_labels(self) -> list[str]:
+        """Who runs the container and for which attempt: a restarted dispatcher finds and removes the
+        containers of its dead processes (:func:`remove_node_containers`); the engine stops one
+        within the worker's own grace period."""
+        node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
+        deadline = int(time.time()) + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
+        labels = {LABEL_DISPATCHER: node, LABEL_EVALUATION: str(self.evaluation.pk),
+                  LABEL_ATTEMPT: str(self.evaluation.attempts), LABEL_DEADLINE: str(deadline)}
+        return [*(word for name, value in labels.items() for word in ("--label", f"{name}={value}")),
+                "--stop-timeout", str(STOP_GRACE_SECONDS)]
 
     def remove_container(self) -> None:
         """A container outlives a killed ``docker run`` client: stop and remove it explicitly."""
@@ -178,13 +220,28 @@ class EvaluatorRun:
             subprocess.run([settings.CONTAINER_ENGINE, "rm", "--force", self.container_name], capture_output=True)
 
     def start(self) -> None:
+        command = self.command()
+        if not self.heartbeat():  # building the command may start the OCR-fill container first
+            raise ClaimLost
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
-                self.command(), cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
+                command, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-                env={**os.environ, "OMP_THREAD_LIMIT": "1"},
+                env=self.environment(),
             )
         self.started = time.monotonic()
+
+    def environment(self) -> dict[str, str]:
+        """The score command reads the untrusted bundle: it gets the evaluator's allow-list, never the
+        worker's own environment (database URL, secret key, broker password)."""
+        from evaluator import isolation
+
+        tmp = self.dir / "tmp"
+        tmp.mkdir(mode=0o700, exist_ok=True)
+        env = isolation.launcher_environment(str(tmp))
+        if settings.EVALUATOR_SANDBOX != "container":
+            env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
+        return env
 
     def watch(self) -> Outcome:
         """Save results as they appear, beat the heart, enforce the limit, notice a lost claim."""
@@ -237,30 +294,30 @@ class EvaluatorRun:
             for path, _dirs, _files in os.walk(self.dir):
                 os.chmod(path, 0o700)  # make_read_only's folders must be writable again to be removed
             shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.dir.parent.rmdir()  # the evaluation's folder, once no attempt is left in it
+        except OSError:
+            pass
 
     # -- results
 
     def collect(self) -> None:
-        """Save the result of every task the evaluator reported finished since the last look."""
+        """Save the result of every task the evaluator reported finished since the last look; a
+        result that breaks a rule raises :class:`OutputError` (the job wrote it, nothing is trusted)."""
         for key in self.new_progress_keys():
             if key in self.tasks and key not in self.saved:
-                result = _read_json(self.out_dir / "tasks" / key / "result.json")
-                if result is not None:
-                    save_task_result(self.evaluation, self.tasks[key], result)
-                    self.saved.add(key)
+                path = self.out_dir / "tasks" / key / "result.json"
+                if not path.exists() and not path.is_symlink():
+                    continue
+                result = read_task_result(path, self.tasks[key])
+                save_task_result(self.evaluation, self.tasks[key], result)
+                self.saved.add(key)
 
     def new_progress_keys(self) -> list[str]:
-        path = self.out_dir / "progress.jsonl"
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(self.progress_offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next look
-        self.progress_offset += len(complete)
+        # Bounded reads: a line still being written waits for the next look.
+        lines, self.progress_offset = read_appended(self.out_dir / "progress.jsonl", self.progress_offset)
         keys = []
-        for line in complete.splitlines():
+        for line in lines:
             try:
                 keys.append(str(json.loads(line)["task"]))
             except (ValueError, KeyError, TypeError):
@@ -271,11 +328,21 @@ class EvaluatorRun:
         if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
             oom = bool(self.container_name) and self.container_oom_killed()
             return Outcome(*failed_run(returncode, self.log_tail(), oom))
-        document = _read_json(self.out_dir / "results.json")
-        if not isinstance(document, dict) or not isinstance(document.get("tasks"), dict):
+        path = self.out_dir / "results.json"
+        if not path.exists() and not path.is_symlink():
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
                                                   "A maintainer has the log. Not charged to your quota.")
+        try:  # the summary stored is the one recomputed from the checked per-task scores
+            document = read_results(path, self.tasks.values())
+            self.keep_artifacts(document)
+        except OutputError as exc:
+            return Outcome(*rejected_output(exc.rule, str(exc)))
         return Outcome("scored", results=document)
+
+    def keep_artifacts(self, document: dict) -> None:
+        """Copy only allowed files of out/ to checked/, with the checked results.json in it."""
+        copy_artifacts(self.out_dir, self.checked_dir, skip=("results.json",))
+        (self.checked_dir / "results.json").write_text(json.dumps(document), encoding="utf-8")
 
     def container_oom_killed(self) -> bool:
         from evaluator import container
@@ -285,11 +352,10 @@ class EvaluatorRun:
 
     def log_text(self) -> str:
         try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(max(0, self.log_path.stat().st_size - LOG_LIMIT_CHARS))
-                return handle.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
+            text, _cut = read_log_tail(self.log_path, LOG_LIMIT_CHARS)
+        except OutputError as exc:
+            return f"(the log was not read: {exc})"
+        return text
 
     def log_tail(self) -> str:
         lines = [line for line in self.scrubbed_log().splitlines() if line.strip()]
@@ -297,6 +363,78 @@ class EvaluatorRun:
 
     def scrubbed_log(self) -> str:
         return scrub(self.log_text(), split_secrets(self.tasks.values()))
+
+
+class ClaimLost(Exception):
+    """The claim was taken away while the job was being started."""
+
+
+def attempt_folder(evaluation_id: int, attempt: int) -> Path:
+    """JOBS_ROOT/<evaluation>/attempt-<n>: every claim works in its own folder, so an attempt
+    presumed dead that still runs can never delete the work of the attempt that replaced it."""
+    return Path(settings.JOBS_ROOT) / str(evaluation_id) / f"attempt-{attempt}"
+
+
+def remove_ended_attempts() -> int:
+    """Remove attempt folders no live claim works in (dead workers' leftovers); returns how many."""
+    root = Path(settings.JOBS_ROOT)
+    folders = {}
+    for path in root.glob("*/attempt-*") if root.is_dir() else []:
+        number = path.name.removeprefix("attempt-")
+        if path.parent.name.isdigit() and number.isdigit():
+            folders[path] = (int(path.parent.name), int(number))
+    live = set(Evaluation.objects.filter(pk__in={pk for pk, _ in folders.values()}, status="running")
+               .values_list("pk", "attempts"))
+    ended = [path for path, key in folders.items() if key not in live]
+    for path in ended:
+        for folder, _dirs, _files in os.walk(path):
+            os.chmod(folder, 0o700)  # make_read_only's folders must be writable again to be removed
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            path.parent.rmdir()
+        except OSError:
+            pass
+    return len(ended)
+
+
+LABEL_DISPATCHER = "org.iwr-bench.dispatcher"
+LABEL_EVALUATION = "org.iwr-bench.evaluation"
+LABEL_ATTEMPT = "org.iwr-bench.attempt"
+LABEL_DEADLINE = "org.iwr-bench.deadline"  # Unix time after which no worker still watches the container
+
+
+def _engine(*args: str) -> str | None:
+    """Output of a container engine command, None when it failed (logged: housekeeping must not fail a job)."""
+    try:
+        done = subprocess.run([settings.CONTAINER_ENGINE, *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("container engine %s failed: %s", args[0], exc)
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def remove_overdue_containers(now: float | None = None) -> int:
+    """The wall-clock limit, kept by the engine's own records: remove every job container past the
+    deadline on its label (its worker died and nobody else would stop it); returns how many."""
+    listed = _engine("ps", "--all", "--filter", f"label={LABEL_DEADLINE}",
+                     "--format", f'{{{{.ID}}}} {{{{.Label "{LABEL_DEADLINE}"}}}}') or ""
+    now = time.time() if now is None else now
+    overdue = [cid for cid, _, deadline in (line.partition(" ") for line in listed.splitlines())
+               if deadline.strip().isdigit() and int(deadline) < now]
+    if overdue:
+        _engine("rm", "--force", *overdue)
+    return len(overdue)
+
+
+def remove_node_containers(node: str) -> int:
+    """A dispatcher node (re)starting: its earlier processes are dead, so are their jobs; remove the
+    job containers labelled with ``node`` (a container outlives a killed ``docker run``)."""
+    if settings.EVALUATOR_SANDBOX != "container":
+        return 0
+    ids = (_engine("ps", "--all", "--quiet", "--filter", f"label={LABEL_DISPATCHER}={node}") or "").split()
+    if ids:
+        _engine("rm", "--force", *ids)
+    return len(ids)
 
 
 def ocr_cache_dir() -> Path:
@@ -320,13 +458,6 @@ def make_read_only(folder: Path) -> None:
         for name in files:
             os.chmod(os.path.join(path, name), 0o444)
         os.chmod(path, 0o555)  # noqa: S103 - read and traverse only, no write bit
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -122,7 +122,7 @@ def apply_outcome(evaluation: Evaluation, token: str, outcome: Outcome, run: Eva
     log_text = run.scrubbed_log() if run else ""
     rows = EVALUATIONS.holding(evaluation.pk, token)
     if outcome.status == "scored":
-        store_scores(evaluation, token, outcome.results, log_text, run.out_dir if run else None)
+        store_scores(evaluation, token, outcome.results, log_text, run.checked_dir if run else None)
     elif outcome.status == "failed":
         fail(evaluation, rows, outcome.kind, outcome.reason, log_text)
     elif outcome.status == "retry":

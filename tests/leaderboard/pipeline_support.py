@@ -7,7 +7,9 @@ tasks/<key>/result.json, results.json) with scores computed from the page bytes,
 misbehaves on request through ``FAKE_EVALUATOR_MODE``: ``ok``, ``crash`` (exit 1 with a
 traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task, as the
 kernel's out-of-memory killer would), ``stopped`` (SIGTERMs itself after one task), ``hang``
-(never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit).
+(never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit); and writes
+what an escaped page could: ``symlink-artifact``, ``nan-score``, ``score-7``, ``unknown-task``,
+``bad-summary``. Options ``--fake-mode``/``--fake-delay`` (or the variables) steer it.
 ``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
 action description so tests can check that test-split secrets are scrubbed from logs.
 
@@ -34,6 +36,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+from evaluator import scoring
 
 WIDTH, HEIGHT = 640, 480
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,8 +55,14 @@ def fake_evaluator(argv: list[str]) -> int:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--bundle", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    # The worker passes the evaluator no environment of its own: tests steer it by options.
+    parser.add_argument("--fake-mode", default=os.environ.get("FAKE_EVALUATOR_MODE", "ok"))
+    parser.add_argument("--fake-delay", type=float, default=float(os.environ.get("FAKE_EVALUATOR_DELAY", "0")))
+    parser.add_argument("--fake-dump-env", type=Path, help="write the environment it was started with here")
     args, _unknown = parser.parse_known_args(argv)
-    mode = os.environ.get("FAKE_EVALUATOR_MODE", "ok")
+    mode = args.fake_mode
+    if args.fake_dump_env:
+        args.fake_dump_env.write_text(json.dumps(dict(os.environ)))
     if mode == "usage":
         print("error: --data is not a task set", file=sys.stderr)
         return 2
@@ -62,18 +73,37 @@ def fake_evaluator(argv: list[str]) -> int:
     for done, record in enumerate(records, start=1):
         key = str(record["id"])
         print(f"task {key}: trying {record['action_sequence'][0]['parameters']['description']}", flush=True)
-        time.sleep(float(os.environ.get("FAKE_EVALUATOR_DELAY", "0")))
+        time.sleep(args.fake_delay)
         results[key] = _fake_result(args.bundle / key / "index.html", len(record["action_sequence"]))
         _write(args.out / "tasks" / key / "result.json", results[key])
         with open(args.out / "progress.jsonl", "a") as handle:
             handle.write(json.dumps({"task": key, "done": done, "total": len(records)}) + "\n")
         _misbehave(mode)
-    summary = {name: sum(r[name] for r in results.values()) / len(results)
-               for name in ("ifs", "vfs", "final", "low_level", "high_level")}
-    summary.update({"n_tasks": len(results), "by_category": {}})
+    summary = scoring.summarize(results, [_task(record) for record in records])
+    _tamper(mode, args.out, results, summary)
     _write(args.out / "results.json", {"protocol": "iwr-det-2", "evaluator_version": "fake-1",
                                        "tasks": results, "summary": summary})
     return 0
+
+
+def _task(record: dict) -> SimpleNamespace:
+    axes = {axis: record["classification"].get(axis) for axis in scoring.CATEGORY_AXES}
+    return SimpleNamespace(key=str(record["id"]), **axes)
+
+
+def _tamper(mode: str, out: Path, results: dict, summary: dict) -> None:
+    """The output a page that escaped its browser could leave behind (``FAKE_EVALUATOR_MODE``)."""
+    first = next(iter(results.values()))
+    if mode == "symlink-artifact":
+        (out / "tasks" / "leak.png").symlink_to("/etc/passwd")
+    elif mode == "nan-score":
+        first["vfs"] = float("nan")
+    elif mode == "score-7":
+        first["final"] = 7
+    elif mode == "unknown-task":
+        results["not-a-task"] = dict(first)
+    elif mode == "bad-summary":
+        summary["final"] = 1.0 if summary["final"] != 1.0 else 0.5
 
 
 def _misbehave(mode: str) -> None:
@@ -96,8 +126,9 @@ def _fake_result(page: Path, n_actions: int) -> dict:
                 "steps_total": n_actions, "steps": [], "error": "missing"}
     digest = hashlib.sha256(page.read_bytes()).digest()
     passed = digest[0] % (n_actions + 1)
-    ifs, vfs = passed / n_actions, digest[1] / 255
-    return {"ifs": ifs, "vfs": vfs, "final": 0.7 * ifs + 0.3 * vfs, "low_level": vfs, "high_level": vfs,
+    ifs, visual = scoring.ifs(passed, n_actions), digest[1] / 255
+    vfs = scoring.vfs(visual, visual)
+    return {"ifs": ifs, "vfs": vfs, "final": scoring.final(ifs, vfs), "low_level": visual, "high_level": visual,
             "steps_passed": passed, "steps_total": n_actions, "steps": [{"k": 1, "passed": passed > 0}],
             "error": None}
 
@@ -177,7 +208,7 @@ def harness(environ: dict, *args) -> dict:
 class Worker:
     """A real Celery worker node (prefork pool, embedded beat) in its own process group."""
 
-    def __init__(self, environ: dict, node: str, log_path: Path, queues: str = "evaluate,default",
+    def __init__(self, environ: dict, node: str, log_path: Path, queues: str = "evaluate,default,housekeeping",
                  concurrency: int = 1):
         self.log_path = log_path
         self.process = subprocess.Popen(

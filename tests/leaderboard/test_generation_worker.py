@@ -24,7 +24,7 @@ from tests.leaderboard.pipeline_support import Worker, harness, wait_for, worker
 N_TASKS = 3
 API_KEY = "sk-worker-test-5e6f7a8b9c0d-KEY"
 REPLY_DELAY = 3.5  # longer than IWR_REAPER_STALE_SECONDS below: only the heartbeat thread keeps the claim
-QUEUES = "generate,default"
+QUEUES = "generate,default,housekeeping"
 POLL_SECONDS = 0.2
 
 

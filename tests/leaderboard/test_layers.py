@@ -22,7 +22,7 @@ PACKAGE = ROOT / "leaderboard"
 
 LAYERS = {
     0: ("leaderboard", "leaderboard.models", "leaderboard.env", "leaderboard.cache", "leaderboard.crypto",
-        "leaderboard.secrecy", "leaderboard.checks", "leaderboard.celery", "leaderboard.health",
+        "leaderboard.secrecy", "leaderboard.storage", "leaderboard.checks", "leaderboard.celery", "leaderboard.health",
         "leaderboard.websettings"),
     1: ("leaderboard.access", "leaderboard.quotas", "leaderboard.tasksets", "leaderboard.ranking",
         "leaderboard.exports", "leaderboard.charts", "leaderboard.notifications", "leaderboard.previews",

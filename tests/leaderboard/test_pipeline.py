@@ -42,10 +42,16 @@ def fake_evaluator(settings, tmp_path, monkeypatch):
     settings.ARTIFACTS_ROOT = tmp_path / "artifacts"
     settings.CLAIM_HEARTBEAT_SECONDS = 1
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "ok")
     sent = []
     monkeypatch.setattr(dispatch, "evaluation", lambda evaluation_id: sent.append(evaluation_id) or True)
     return sent
+
+
+def steer(monkeypatch, options: str) -> None:
+    """Options of the stand-in evaluator (it sees none of the worker's environment)."""
+    from django.conf import settings as django_settings
+
+    monkeypatch.setattr(django_settings, "EVALUATOR_COMMAND", f"{FAKE} {options}")
 
 
 def queued(owner, pages=PAGES, split="dev"):
@@ -172,7 +178,7 @@ def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_char
         owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks, mailoutbox):
     """A non-zero exit while scoring the pages: failed, kind page, reason with the last log line, still charged
     (refunding it would let a page probe the held-out tasks for free)."""
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "crash")
+    steer(monkeypatch, "--fake-mode crash")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "page")
     assert "RuntimeError: simulated evaluator bug" in evaluation.failure_reason
@@ -187,7 +193,7 @@ def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_char
 def test_an_evaluator_killed_like_the_out_of_memory_killer_is_charged_without_retry(
         owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks):
     """SIGKILL while the pages run (what the kernel sends a process out of memory): failed, kind page, charged."""
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "signal")
+    steer(monkeypatch, "--fake-mode signal")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind, evaluation.attempts) == ("failed", "page", 1)
     assert "killed by signal 9" in evaluation.failure_reason
@@ -199,7 +205,7 @@ def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
         owner, imported_sample, fake_evaluator, monkeypatch, settings, django_capture_on_commit_callbacks):
     """SIGTERM (a machine or container shutting down) = infrastructure: re-queued while attempts remain,
     then failed, never charged."""
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "stopped")
+    steer(monkeypatch, "--fake-mode stopped")
     settings.CLAIM_MAX_ATTEMPTS = 2
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.attempts, evaluation.claim_token) == ("queued", 1, "")
@@ -214,7 +220,7 @@ def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
 def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample, fake_evaluator, monkeypatch,
                                                           settings, django_capture_on_commit_callbacks):
     """A hanging job is killed at the limit: failed with kind time_limit, still charged."""
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "hang")
+    steer(monkeypatch, "--fake-mode hang")
     settings.EVALUATION_TIME_LIMIT_SECONDS = 1
     monkeypatch.setattr(evaluator_run, "STOP_GRACE_SECONDS", 1)
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
@@ -228,7 +234,7 @@ def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample
 def test_the_sandbox_time_limit_message_counts_as_time_limit(owner, imported_sample, fake_evaluator, monkeypatch,
                                                              django_capture_on_commit_callbacks):
     """When the evaluator's own sandbox stops the job for time, the failure says time limit."""
-    monkeypatch.setenv("FAKE_EVALUATOR_MODE", "timeout-message")
+    steer(monkeypatch, "--fake-mode timeout-message")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
 
@@ -249,7 +255,7 @@ def test_a_bundle_the_intake_rules_refuse_fails_as_the_bundles_fault(owner, impo
 def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sample, fake_evaluator, monkeypatch,
                                                              django_capture_on_commit_callbacks):
     """The owner cancels mid-run: the worker's next heartbeat finds no claim and stops; nothing is scored."""
-    monkeypatch.setenv("FAKE_EVALUATOR_DELAY", "2")
+    steer(monkeypatch, "--fake-delay 2")
     beat = evaluator_run.EvaluatorRun.heartbeat
 
     def cancel_then_beat(job):
