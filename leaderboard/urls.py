@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/schema/", api_docs.schema_view, name="api-schema"),
     path("api/docs/swagger/", api_docs.swagger_view, name="api-swagger"),
     path("about/", site.about, name="about"),
+    path("client/iwr-submit.py", site.client_download, name="client-download"),
     path("healthz", site.healthz, name="healthz"),
     # Accounts (django-allauth): the old names of login, logout and sign-up point at its views.
     path("accounts/login/", allauth_views.login, name="login"),

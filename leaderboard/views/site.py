@@ -1,7 +1,9 @@
-"""Site-wide pages: health check and the About page."""
+"""Site-wide pages: health check, the About page and the command-line client's download."""
+
+from pathlib import Path
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -25,3 +27,16 @@ def about(request):
               for split in (Split.TEST, Split.DEV)]
     return render(request, "leaderboard/about.html",
                   {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB})
+
+
+@require_GET
+def client_download(request):
+    """The command-line client as one file (``evaluator/submit_client.py``, Python's standard library
+    only), named with its version, so a researcher needs nothing but python3 to submit."""
+    from evaluator import submit_client  # stdlib-only module: importing it runs nothing
+
+    body = Path(submit_client.__file__).read_bytes()
+    response = HttpResponse(body, content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="iwr-submit-{submit_client.__version__}.py"'
+    response["X-Client-Version"] = submit_client.__version__
+    return response
