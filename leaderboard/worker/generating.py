@@ -169,6 +169,9 @@ def endpoint_config(job: GenerationJob, key: str):
         max_images=job.max_images, max_frames=job.max_frames,
         default_temperature=job.default_temperature, length_parameter=job.length_parameter or "max_tokens",
         timeout=float(settings.GENERATION_REQUEST_TIMEOUT_SECONDS), retries=settings.GENERATION_RETRIES,
+        # Checked again at every request, on the very address connected to: a name that passed the
+        # form's check cannot be re-pointed at an internal service afterwards (DNS rebinding).
+        public_only=not settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS,
     )
 
 

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import zipfile
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -291,3 +292,16 @@ def test_keys_are_encrypted_and_only_the_same_secret_reads_them(settings):
         crypto.decrypt(token)
     settings.IWR_ENCRYPTION_KEY = ""
     assert crypto.decrypt(crypto.encrypt("x")) == "x"  # falls back to SECRET_KEY
+
+
+@pytest.mark.django_db
+def test_the_worker_checks_every_request_address_unless_private_endpoints_are_allowed(owner, settings):
+    """The endpoint config the worker builds refuses non-public addresses at request time (DNS rebinding)."""
+    from leaderboard.worker.generating import endpoint_config
+
+    job = SimpleNamespace(base_url="https://models.example.org/v1", model_id="m", max_tokens=1000, max_images=4,
+                          max_frames=4, default_temperature=False, length_parameter="")
+    settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS = False
+    assert endpoint_config(job, "key").public_only is True
+    settings.GENERATION_ALLOW_PRIVATE_ENDPOINTS = True
+    assert endpoint_config(job, "key").public_only is False
