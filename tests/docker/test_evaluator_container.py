@@ -13,6 +13,7 @@ import pytest
 
 from evaluator import container
 from evaluator.bundle import make_bundle_zip
+from tests.evaluator.calibration.expectations import KNOWN_JUDGE_GAPS_ISSUE_14
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
 
 # Image builds happen in the first test's fixtures: allow for them (minutes on a loaded 2-core machine).
@@ -65,7 +66,8 @@ def test_container_scores_equal_the_host_evaluator(evaluator_image, reference_bu
     assert inside["protocol"] == host["protocol"] and inside["evaluator_version"] == host["evaluator_version"]
     assert scores(inside) == scores(host)
     assert inside["summary"] == host["summary"]
-    assert inside["summary"]["final"] >= 0.9
+    passing = {key: task["final"] for key, task in inside["tasks"].items() if key not in KNOWN_JUDGE_GAPS_ISSUE_14}
+    assert passing and min(passing.values()) >= 0.9, passing  # the judge's known gaps aside, references pass
 
 
 HOSTILE_NETWORK_PAGE = """<!doctype html><html><body><button class="btn" id="go">Go</button><p id="out">idle</p>
