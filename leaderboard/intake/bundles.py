@@ -115,16 +115,21 @@ class SubmissionForm(forms.ModelForm):
         return cleaned
 
     def _check_bundle(self, upload, split: str) -> None:
-        from evaluator.bundle import inspect_bundle
-
         keys = tasksets.split_task_keys(split)
         if not keys:
             self.add_error("split", f"The {split} split has no published tasks yet; nothing can be scored.")
             return
         with local_copy(upload) as path:
-            self.report = inspect_bundle(path, keys)
-        for problem in self.report.problems:
+            self.report = self._read_bundle(path, keys)
+
+    def _read_bundle(self, path, keys):
+        """The bundle's report; its problems refuse the form."""
+        from evaluator.bundle import inspect_bundle
+
+        report = inspect_bundle(path, keys)
+        for problem in report.problems:
             self.add_error("bundle", problem)
+        return report
 
 
 class CheckForm(SubmissionForm):
@@ -136,15 +141,11 @@ class CheckForm(SubmissionForm):
         super().__init__(*args, **{**kwargs, "user": None})
         self.fields["model_name"].required = False
 
-    def _check_bundle(self, upload, split: str) -> None:
+    def _read_bundle(self, path, keys):
+        """The check report; the bundle's problems are in it, the form stays valid."""
         from evaluator.bundle import check_bundle
 
-        keys = tasksets.split_task_keys(split)
-        if not keys:
-            self.add_error("split", f"The {split} split has no published tasks yet; nothing can be scored.")
-            return
-        with local_copy(upload) as path:
-            self.report = check_bundle(path, keys)
+        return check_bundle(path, keys)
 
 
 def bundle_notes(report) -> list[str]:
