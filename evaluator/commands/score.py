@@ -212,9 +212,20 @@ def _inner_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace) -> list[Path]:
-    """What the job reads besides this evaluator (added by the sandbox): the task set, the bundle, the OCR cache."""
+    """What the job reads besides this evaluator (added by the sandbox): the task set, the bundle, the OCR cache,
+    and the real folders of task folders that are symbolic links (a task set made of links to another one's
+    tasks): the sandbox shows only the paths it binds, so a link would otherwise point at nothing."""
     cache = [args.ocr_cache.resolve()] if args.ocr_cache else []
-    return [args.data.resolve().parent, args.bundle.resolve(), *cache]
+    return [args.data.resolve().parent, args.bundle.resolve(), *cache, *_linked_task_folders(args)]
+
+
+def _linked_task_folders(args: argparse.Namespace) -> list[Path]:
+    folder = args.data.resolve().parent / args.data.stem
+    wanted = set(args.tasks.split(",")) if getattr(args, "tasks", None) else None
+    if not folder.is_dir():
+        return []
+    return [entry.resolve() for entry in sorted(folder.iterdir())
+            if entry.is_symlink() and entry.is_dir() and (wanted is None or entry.name in wanted)]
 
 
 def _job_limits(args: argparse.Namespace):
