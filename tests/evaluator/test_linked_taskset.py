@@ -37,7 +37,8 @@ def test_only_the_linked_folders_of_the_tasks_scored_are_bound(tmp_path):
     data = linked_taskset(tmp_path / "linked", keys)
     every = _linked_task_folders(argparse.Namespace(data=data, tasks=None))
     assert every == sorted((SAMPLE.parent / "data" / key).resolve() for key in keys)
-    assert _linked_task_folders(argparse.Namespace(data=data, tasks=TASK)) == [(SAMPLE.parent / "data" / TASK).resolve()]
+    only = _linked_task_folders(argparse.Namespace(data=data, tasks=TASK))
+    assert only == [(SAMPLE.parent / "data" / TASK).resolve()]
 
 
 @pytest.mark.browser
