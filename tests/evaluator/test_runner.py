@@ -212,11 +212,12 @@ def test_a_sandboxed_job_sees_this_evaluator_and_its_python_even_from_tmp(tmp_pa
     assert ROOT not in runtime_paths()
     probe = ("import evaluator, pathlib, sys\n"
              f"print(pathlib.Path(evaluator.__file__).resolve().parents[1] == pathlib.Path({str(ROOT)!r}))\n"
-             f"try:\n    open({str(ROOT / 'iwr-probe')!r}, 'w'); print('writable')\nexcept OSError:\n"
+             f"try:\n    open({str(ROOT / 'evaluator' / 'iwr-probe')!r}, 'w'); print('writable')\nexcept OSError:\n"
              "    print('read-only')\n")
-    result = run_job([sys.executable, "-c", probe], [tmp_path], cwd=ROOT, backend="bubblewrap")
+    result = run_job([sys.executable, "-c", probe], [tmp_path], cwd=ROOT / "evaluator", backend="bubblewrap")
     assert result.returncode == 0, result.stderr_tail
-    assert capfd.readouterr().out.split()[-2:] == ["True", "read-only"] and not (ROOT / "iwr-probe").exists()
+    assert capfd.readouterr().out.split()[-2:] == ["True", "read-only"]
+    assert not (ROOT / "evaluator" / "iwr-probe").exists() and not (ROOT / "iwr-probe").exists()
 
 
 @needs_bwrap
