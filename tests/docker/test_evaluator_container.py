@@ -13,7 +13,7 @@ import pytest
 
 from evaluator import container
 from evaluator.bundle import make_bundle_zip
-from tests.evaluator.calibration.expectations import KNOWN_JUDGE_GAPS_ISSUE_14
+from tests.evaluator.calibration.expectations import KNOWN_JUDGE_GAPS_ISSUE_14, KNOWN_UNREPEATABLE_ISSUE_14
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
 
 # Image builds happen in the first test's fixtures: allow for them (minutes on a loaded 2-core machine).
@@ -64,8 +64,13 @@ def test_container_scores_equal_the_host_evaluator(evaluator_image, reference_bu
     assert result.returncode == 0, result.stderr[-2000:]
     host = json.loads((host_out / "results.json").read_text())
     assert inside["protocol"] == host["protocol"] and inside["evaluator_version"] == host["evaluator_version"]
-    assert scores(inside) == scores(host)
-    assert inside["summary"] == host["summary"]
+    # Exactly the same scores, except on the tasks known not to repeat even on one host (issue 14: their
+    # animations end in real time), whose steps still agree.
+    steady = {key: value for key, value in scores(inside).items() if key not in KNOWN_UNREPEATABLE_ISSUE_14}
+    assert steady == {key: value for key, value in scores(host).items() if key not in KNOWN_UNREPEATABLE_ISSUE_14}
+    assert all(inside["tasks"][key]["steps_passed"] == host["tasks"][key]["steps_passed"] for key in inside["tasks"])
+    if not KNOWN_UNREPEATABLE_ISSUE_14 & set(inside["tasks"]):
+        assert inside["summary"] == host["summary"]
     passing = {key: task["final"] for key, task in inside["tasks"].items() if key not in KNOWN_JUDGE_GAPS_ISSUE_14}
     assert passing and min(passing.values()) >= 0.9, passing  # the judge's known gaps aside, references pass
 
