@@ -48,7 +48,10 @@ def test_the_web_image_serves_healthz(web_image):
         assert body == {"status": "ok", "checks": {"database": "ok", "broker": "ok"}}
         user = subprocess.run(["docker", "exec", name, "id", "-u"], capture_output=True, text=True)
         assert user.stdout.strip() == "10000"  # not root
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/site.css", timeout=5) as response:
+        # Behind the TLS proxy every page but /healthz redirects plain http: ask as the proxy forwards https.
+        static = urllib.request.Request(f"http://127.0.0.1:{port}/static/css/site.css",
+                                        headers={"X-Forwarded-Proto": "https"})
+        with urllib.request.urlopen(static, timeout=5) as response:
             assert response.status == 200  # collected at build time, served by whitenoise
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
