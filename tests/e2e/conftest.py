@@ -89,3 +89,19 @@ def log_in(page, url: str, username: str = "researcher") -> None:
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
     expect(page.locator(".user-nav")).to_contain_text(username)
+
+
+def scoring_story(evaluation) -> str:
+    """What the evaluator said about an evaluation, task by task and step by step, and the tail of its
+    log: the message of an assertion on a score, so a failure names the step and its reason."""
+    lines = [f"evaluation {evaluation.pk}: {evaluation.status} final={evaluation.final} "
+             f"reason={evaluation.failure_reason!r}"]
+    for result in evaluation.task_results.select_related("task").order_by("task__key"):
+        lines.append(f"task {result.task.key}: final={result.final} ifs={result.ifs} vfs={result.vfs} "
+                     f"steps {result.steps_passed}/{result.steps_total} error={result.error!r}")
+        for step in result.steps:
+            if isinstance(step, dict):
+                lines.append(f"  step {step.get('index')}: passed={step.get('passed')} "
+                             f"executed={step.get('executed')} reason={step.get('reason')!r} "
+                             f"assertion={(step.get('assertion') or {}).get('reason')!r}")
+    return "\n".join(lines) + "\n--- evaluator log (tail) ---\n" + (evaluation.log or "")[-4000:]

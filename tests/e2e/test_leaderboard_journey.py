@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from leaderboard import tasksets
 from leaderboard.celery import app as celery_app
 from leaderboard.models import Evaluation, Submission, Task
-from tests.e2e.conftest import log_in, no_horizontal_overflow, snap, snap_path
+from tests.e2e.conftest import log_in, no_horizontal_overflow, scoring_story, snap, snap_path
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_entry
 from tests.leaderboard.pipeline_support import write_bundle, write_tiny_dataset
@@ -76,7 +76,7 @@ def test_a_researcher_submits_finds_the_entry_ranked_and_steps_through_its_repla
     log_in(page, url)
     submit_bundle(page, url, site["bundle"])
     evaluation = Evaluation.objects.get(submission__model_name=MODEL)
-    assert evaluation.status == Evaluation.Status.SCORED and evaluation.final > 0.5
+    assert evaluation.status == Evaluation.Status.SCORED and evaluation.final > 0.5, scoring_story(evaluation)
 
     page.goto(f"{url}/?split=dev")
     row = page.locator("#leaderboard-table tbody tr", has_text=MODEL)

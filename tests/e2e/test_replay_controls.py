@@ -20,7 +20,7 @@ from evaluator.protocols import get_protocol
 from leaderboard import tasksets
 from leaderboard.models import Evaluation, Task
 from leaderboard.worker import scoring
-from tests.e2e.conftest import snap
+from tests.e2e.conftest import scoring_story, snap
 from tests.leaderboard.base import make_user
 from tests.leaderboard.factories import make_bundle_submission, make_evaluation
 from tests.leaderboard.pipeline_support import reference_page, write_tiny_dataset
@@ -58,7 +58,10 @@ def score_like_the_worker(evaluation) -> None:
         evaluation.refresh_from_db()
         if evaluation.is_finished:
             break
-    assert evaluation.status == Evaluation.Status.SCORED, f"{evaluation.failure_reason}\n{evaluation.log[-4000:]}"
+    assert evaluation.status == Evaluation.Status.SCORED, scoring_story(evaluation)
+    # The submitted page is the reference itself: every step passes, or the timeline below has less to show.
+    result = evaluation.task_results.get()
+    assert result.steps_passed == result.steps_total == N_ACTIONS, scoring_story(evaluation)
 
 
 def ensure_replay_video(folder) -> None:
