@@ -190,8 +190,12 @@ def test_a_memory_bomb_is_stopped_at_the_limit_and_reported(evaluator_image, tmp
     results = job / "out" / "results.json"
     if outcome.reason is None:  # the renderer died inside; the evaluator reported it per task
         task = json.loads(results.read_text())["tasks"]["1"]
-        assert task["ifs"] == 0 and task["error"], task
-        assert any(word in task["error"].lower() for word in ("memory", "crash", "killed"))
+        # Killed while loading: the task's error says so; killed at the click: that step fails and says why
+        # (on a busy machine the allocating renderer may stop answering before the heap cap kills it).
+        failed = [step for step in task["steps"] if not step["passed"]]
+        said = (task["error"] or "") + " ".join(step["reason"] for step in failed[:1])
+        assert task["ifs"] == 0 and failed, task
+        assert any(word in said.lower() for word in ("memory", "crash", "killed", "timeout")), (said, task["steps"])
     else:
         assert "memory limit exceeded" in outcome.reason
     leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=iwr-job-"], capture_output=True, text=True)
