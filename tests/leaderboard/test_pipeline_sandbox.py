@@ -48,6 +48,7 @@ def charged(evaluation) -> bool:
     ("score-7", "'score out of range'"),
     ("unknown-task", "'unknown task'"),
     ("bad-summary", "'summary'"),
+    ("many-steps", "'step count'"),
 ])
 def test_output_that_breaks_a_rule_fails_as_the_pages_doing_and_nothing_is_kept(
         mode, rule, owner, imported_sample, monkeypatch, settings, django_capture_on_commit_callbacks):
