@@ -3,7 +3,8 @@
 :mod:`leaderboard.worker.scoring` claims an evaluation and runs it as an :class:`EvaluatorRun`, which
 
 - builds the job directory, one per attempt (JOBS_ROOT/<evaluation>/attempt-<n>): the extracted
-  bundle and the split's task data, read-only; the claim is kept alive while it is built;
+  bundle and the split's task data, read-only; a heartbeat thread keeps the claim alive while it
+  is built and the evaluator started;
 - runs the evaluator CLI on it as a child process in its own process group (directly, in the
   evaluator's sandbox, or in a fresh container: :meth:`EvaluatorRun.command`), with a reference OCR
   cache kept between jobs;
@@ -125,15 +126,18 @@ class EvaluatorRun:
     def run(self) -> Outcome:
         from evaluator.container import ContainerSandboxError
 
-        problem = self.prepare()
-        if problem:
-            return problem
-        try:
-            self.start()
-        except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
-            return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
-        except ClaimLost:
-            return Outcome("lost")
+        # Preparing may take minutes (a large bundle, the task data, the OCR-fill container): a thread
+        # beats all along, and the checks between steps notice a claim lost meanwhile.
+        with EVALUATIONS.heartbeat(self.evaluation.pk, self.token):
+            problem = self.prepare()
+            if problem:
+                return problem
+            try:
+                self.start()
+            except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
+                return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
+            except ClaimLost:
+                return Outcome("lost")
         try:
             return self.watch()
         except OutputError as exc:

@@ -141,6 +141,42 @@ def test_the_heartbeat_beats_while_the_job_is_prepared_and_started(owner, import
     assert beats.count("before") >= 3  # after the task data, after the bundle, before the process starts
 
 
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread has a connection of its own: rows are committed
+def test_the_heartbeat_beats_all_through_a_slow_preparation_and_start(owner, imported_sample, monkeypatch, settings,
+                                                                      django_capture_on_commit_callbacks):
+    """A large bundle extracting and an OCR-fill container starting take minutes: the claim never goes stale."""
+    from evaluator import bundle
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import Claims
+
+    settings.CLAIM_HEARTBEAT_SECONDS = 0.1
+    beats, slow = [], []
+    real_beat, real_extract, real_command = Claims.beat, bundle.extract_bundle, evaluator_run.EvaluatorRun.command
+
+    def beat(self, pk, token, **fields):
+        held = real_beat(self, pk, token, **fields)
+        beats.append((time.monotonic(), held))
+        return held
+
+    def slowly(real):
+        def call(*args, **kwargs):
+            started = time.monotonic()
+            time.sleep(1.0)
+            slow.append((started, time.monotonic()))
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(Claims, "beat", beat)
+    monkeypatch.setattr(bundle, "extract_bundle", slowly(real_extract))
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "command", slowly(real_command))
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored", evaluation.failure_reason
+    assert len(slow) == 2
+    for start, end in slow:  # extracting the bundle, then building the command (the fill container starts there)
+        during = [held for at, held in beats if start < at < end]
+        assert len(during) >= 5 and all(during), (start, end, beats)
+
+
 @pytest.mark.django_db
 def test_a_claim_lost_while_the_job_is_prepared_starts_no_evaluator(owner, imported_sample, monkeypatch,
                                                                     django_capture_on_commit_callbacks):
