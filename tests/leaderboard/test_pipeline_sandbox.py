@@ -141,6 +141,28 @@ def test_the_heartbeat_beats_while_the_job_is_prepared_and_started(owner, import
     assert beats.count("before") >= 3  # after the task data, after the bundle, before the process starts
 
 
+@pytest.mark.django_db
+def test_the_job_folder_holds_the_task_data_of_the_tasks_it_scores_only(owner, imported_sample):
+    """A dev evaluation's job folder has no file of a held-out task: not its record, not its folder."""
+    from leaderboard.models import Evaluation
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import EVALUATIONS
+
+    evaluation = queued(owner)
+    job = evaluator_run.EvaluatorRun(Evaluation.objects.get(pk=evaluation.pk), EVALUATIONS.claim(evaluation.pk, "n:1"))
+    try:
+        assert job.prepare() is None
+        scored = {task.key for task in imported_sample if task.split == evaluation.submission.split}
+        held_out = {task.key for task in imported_sample} - scored
+        assert scored and held_out
+        records = [json.loads(line) for line in job.data_path.read_text().splitlines() if line.strip()]
+        assert {str(record["id"]) for record in records} == scored
+        names = {path.name for path in job.dir.rglob("*")}
+        assert scored <= names and not held_out & names
+    finally:
+        job.cleanup()
+
+
 @pytest.mark.django_db(transaction=True)  # the heartbeat thread has a connection of its own: rows are committed
 def test_the_heartbeat_beats_all_through_a_slow_preparation_and_start(owner, imported_sample, monkeypatch, settings,
                                                                       django_capture_on_commit_callbacks):
