@@ -66,11 +66,12 @@ def remove_stray_containers(now: float | None = None) -> int:
     if settings.EVALUATOR_SANDBOX != "container":
         return 0
     fields = (LABEL_JOBS, LABEL_EVALUATION, LABEL_ATTEMPT, LABEL_DEADLINE)
+    # "|" keeps a missing label an empty field (a container of an earlier version has no jobs label).
     listing = engine("ps", "--all", "--filter", f"label={LABEL_DEADLINE}", "--format",
-                     " ".join(["{{.ID}}", *(f'{{{{.Label "{name}"}}}}' for name in fields)]))
+                     "|".join(["{{.ID}}", *(f'{{{{.Label "{name}"}}}}' for name in fields)]))
     now = time.time() if now is None else now
     ours = str(Path(settings.JOBS_ROOT).resolve())
-    rows = [line.split() for line in (listing or "").splitlines()]
+    rows = [[part.strip() for part in line.split("|")] for line in (listing or "").splitlines()]
     rows = [row for row in rows if len(row) == 5]
     held = _held_attempts({int(row[2]) for row in rows if row[1] == ours and row[2].isdigit()})
     stray = [cid for cid, jobs, evaluation, attempt, deadline in rows

@@ -124,8 +124,13 @@ def test_a_container_past_its_deadline_goes_and_another_sites_containers_stay(en
     settings.JOBS_ROOT = tmp_path / "another-site-jobs"
     foreign, _ = job_container(engine, held, held_token)  # another site's evaluation of the same number
     settings.JOBS_ROOT = ours
-    assert containers.remove_stray_containers() == 1
-    assert state(overdue) is None and state(watched) == state(foreign) == "running"
+    earlier = f"iwr-test-{uuid.uuid4().hex[:10]}"  # an earlier version's job container: a deadline label only
+    engine.append(earlier)
+    subprocess.run(["docker", "run", "--detach", "--name", earlier, "--network", "none", "--label",
+                    f"{containers.LABEL_DEADLINE}={int(time.time()) - 1}", BASE_IMAGE, "sleep", "600"], check=True,
+                   capture_output=True)
+    assert containers.remove_stray_containers() == 2
+    assert state(overdue) is None and state(earlier) is None and state(watched) == state(foreign) == "running"
     Evaluation.objects.filter(pk=held.pk).update(status="scored", claim_token="")
     assert containers.remove_stray_containers() == 1  # this site's, no longer held; the other site's stays
     assert state(watched) is None and state(foreign) == "running"
