@@ -47,6 +47,7 @@ class OutputLimits:
     string_chars: int = 20_000            # a step's reason, a target's text, an error message
     depth: int = 16
     extra_steps: int = 1                  # the load step before the task's actions
+    task_actions: int = 1_000             # IWR-Bench tasks have tens of actions; a count the job is told
     log_bytes: int = 200_000              # the tail of the evaluator log that is kept
     artifact_files: int = 5_000
     artifacts_bytes: int = 2 * 2**30      # everything one job may leave behind
@@ -74,7 +75,7 @@ def read_results(path: Path, tasks: Iterable[Any], limits: OutputLimits = Output
 
 def check_results(document: Any, tasks: Iterable[Any], limits: OutputLimits = OutputLimits()) -> dict:
     """Check a parsed results document against ``tasks`` (objects with ``key``, the category
-    attributes and, when known, ``actions``); return it with the summary recomputed."""
+    attributes and, when known, ``n_actions`` or ``actions``); return it with the summary recomputed."""
     tasks = list(tasks)
     if not isinstance(document, dict):
         raise OutputError("schema", "results.json is not a JSON object")
@@ -122,9 +123,11 @@ def check_task_result(result: Any, task: Any, limits: OutputLimits = OutputLimit
     passed, total, steps = result["steps_passed"], result["steps_total"], result["steps"]
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in (passed, total)) or not 0 <= passed <= total:
         raise OutputError("schema", f"task {key}: steps_passed {passed!r} of steps_total {total!r}")
-    actions = getattr(task, "actions", None)
-    if actions is not None and total != len(actions):
-        raise OutputError("step count", f"task {key}: steps_total {total}, the task has {len(actions)} actions")
+    expected = action_count(task)
+    if expected is not None and total != expected:
+        raise OutputError("step count", f"task {key}: steps_total {total}, the task has {expected} actions")
+    if total > limits.task_actions:
+        raise OutputError("step count", f"task {key}: steps_total {total} (at most {limits.task_actions})")
     if not isinstance(steps, list) or len(steps) > total + limits.extra_steps:
         raise OutputError("step count", f"task {key}: {len(steps) if isinstance(steps, list) else steps!r} steps "
                                         f"for {total} actions")
@@ -133,6 +136,16 @@ def check_task_result(result: Any, task: Any, limits: OutputLimits = OutputLimit
     if not result["error"]:
         _check_consistent(result, key)
     return result
+
+
+def action_count(task: Any) -> int | None:
+    """How many actions ``task`` has: ``n_actions`` (the leaderboard's task rows) or ``len(actions)``
+    (the evaluator's own tasks); None when the caller does not know."""
+    count = getattr(task, "n_actions", None)
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    actions = getattr(task, "actions", None)
+    return None if actions is None else len(actions)
 
 
 def _check_consistent(result: dict, key: str) -> None:

@@ -403,6 +403,8 @@ def _score(run: TaskRun, steps: list[dict], error: str | None, visuals: Visuals)
             break
         passed += 1
     checkpoints = visuals.collect(steps)
+    if visuals.reference_errors and not error:  # the task set's fault: the task is not scored, and says why
+        error = f"task data: {visuals.reference_errors[0]}"
     scores = zero_score() if error else task_score(passed, len(run.task.actions), checkpoints)
     for step in steps:
         step.pop("_state", None)
@@ -422,6 +424,7 @@ class Visuals:
     def __init__(self, run: TaskRun):
         self.run = run
         self.futures: dict[int, Future] = {}
+        self.reference_errors: list[str] = []  # reference checkpoints that could not be read
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iwr-visual")
 
     def __enter__(self) -> Visuals:
@@ -449,6 +452,10 @@ class Visuals:
                 continue
             try:
                 scores = future.result()
+            except ReferenceUnreadable as exc:  # no score can be given against a reference nobody can read
+                step["visual"] = {"error": str(exc)}
+                self.reference_errors.append(str(exc))
+                scores = {"low_level": 0.0, "high_level": 0.0}
             except Exception as exc:  # an unreadable screenshot costs this checkpoint, not the task
                 step["visual"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                 scores = {"low_level": 0.0, "high_level": 0.0}
@@ -456,6 +463,10 @@ class Visuals:
                 step["visual"] = _jsonable(scores)
             checkpoints.append(scores)
         return checkpoints
+
+
+class ReferenceUnreadable(RuntimeError):
+    """A reference checkpoint of the task set could not be read (a broken or truncated file)."""
 
 
 def _counts_visually(step: dict) -> bool:
@@ -468,7 +479,11 @@ def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> d
 
     ref_blocks = _reference_blocks(run.task, ref)
     use_blocks = ref_blocks is not None and gen_blocks is not None
-    ref_image = load_image(ref)  # decoded once for the kept cache's reading and for every metric
+    try:
+        ref_image = load_image(ref)  # decoded once for the kept cache's reading and for every metric
+    except Exception as exc:  # noqa: BLE001 - whatever the decoder says, the reference is unusable
+        why = (str(exc).splitlines() or [type(exc).__name__])[0].replace(f"{str(ref)!r}", ref.name)
+        raise ReferenceUnreadable(f"the reference checkpoint {ref.name} could not be read ({why[:200]})") from exc
     return score_checkpoint(ref_image, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
                             gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref_image))
 

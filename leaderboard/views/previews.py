@@ -14,7 +14,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_safe
 
 from evaluator.page_session import content_type
-from leaderboard import previews, tasksets
+from leaderboard import access, previews, tasksets
 from leaderboard.models import Submission
 
 HTML = "text/html; charset=utf-8"
@@ -34,7 +34,10 @@ def preview(request, token: str, path: str = ""):
         response = _note("This preview link is not valid (it may have expired): reload the submission page.")
     else:
         response = _serve(target, path, link_path)
-    return previews.harden(response, link_url)
+    response = previews.harden(response, link_url)
+    if target is not None and access.reveals_ground_truth(target.submission):
+        response["Cache-Control"] = "private, no-store"  # a held-out reference page: staff only, kept nowhere
+    return response
 
 
 def _serve(target: previews.Target, path: str, link_path: str):

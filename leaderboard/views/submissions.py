@@ -201,4 +201,5 @@ def submission_results(request, pk: int):
     response = HttpResponse(json.dumps(document, cls=DjangoJSONEncoder, indent=1),
                             content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.json"'
+    response["Cache-Control"] = "private, no-store"  # what the reader may see (staff: every step of held-out tasks)
     return response

@@ -3,7 +3,8 @@
 :mod:`leaderboard.worker.scoring` claims an evaluation and runs it as an :class:`EvaluatorRun`, which
 
 - builds the job directory, one per attempt (JOBS_ROOT/<evaluation>/attempt-<n>): the extracted
-  bundle and the split's task data, read-only; the claim is kept alive while it is built;
+  bundle and the split's task data, read-only; a heartbeat thread keeps the claim alive while it
+  is built and the evaluator started;
 - runs the evaluator CLI on it as a child process in its own process group (directly, in the
   evaluator's sandbox, or in a fresh container: :meth:`EvaluatorRun.command`), with a reference OCR
   cache kept between jobs;
@@ -25,7 +26,6 @@ import json
 import logging
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +49,7 @@ from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
 from leaderboard.secrecy import scrub, split_secrets
 from leaderboard.tasksets import split_tasks, write_job_dataset
+from leaderboard.worker import containers
 from leaderboard.worker.claims import EVALUATIONS
 
 log = logging.getLogger(__name__)
@@ -125,15 +126,18 @@ class EvaluatorRun:
     def run(self) -> Outcome:
         from evaluator.container import ContainerSandboxError
 
-        problem = self.prepare()
-        if problem:
-            return problem
-        try:
-            self.start()
-        except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
-            return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
-        except ClaimLost:
-            return Outcome("lost")
+        # Preparing may take minutes (a large bundle, the task data, the OCR-fill container): a thread
+        # beats all along, and the checks between steps notice a claim lost meanwhile.
+        with EVALUATIONS.heartbeat(self.evaluation.pk, self.token):
+            problem = self.prepare()
+            if problem:
+                return problem
+            try:
+                self.start()
+            except ContainerSandboxError as exc:  # this machine cannot run the job safely: ours, not charged
+                return Outcome.failed(Kind.INFRASTRUCTURE, f"{exc} Not charged.")
+            except ClaimLost:
+                return Outcome("lost")
         try:
             return self.watch()
         except OutputError as exc:
@@ -195,7 +199,7 @@ class EvaluatorRun:
         (self.dir / "job.json").write_text(json.dumps(job))
         container.prepare_job_dir(self.dir)
         self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
-        remove_overdue_containers()  # whoever started them died without removing them
+        containers.remove_stray_containers()  # whoever started them died without removing them
         # The job reads the shared reference OCR cache read-only; a trusted container beside it fills it.
         container.start_fill(self.data_path, ocr_cache_dir(), settings.EVALUATOR_IMAGE, f"{self.container_name}-ocr",
                              container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE)
@@ -204,13 +208,12 @@ class EvaluatorRun:
         return [*command[:2], *self.container_labels(), *command[2:]]
 
     def container_labels(self) -> list[str]:
-        """Who runs the container and for which attempt: a restarted dispatcher finds and removes the
-        containers of its dead processes (:func:`remove_node_containers`); the engine stops one
-        within the worker's own grace period."""
+        """Who runs the container and for which attempt: the reaper and a restarted dispatcher find and
+        remove the containers nobody watches any more (:mod:`leaderboard.worker.containers`); the
+        engine stops one within the worker's own grace period."""
         node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
-        deadline = int(time.time()) + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
-        labels = {LABEL_DISPATCHER: node, LABEL_EVALUATION: str(self.evaluation.pk),
-                  LABEL_ATTEMPT: str(self.evaluation.attempts), LABEL_DEADLINE: str(deadline)}
+        deadline = time.time() + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
+        labels = containers.job_labels(node, self.evaluation.pk, self.evaluation.attempts, deadline)
         return [*(word for name, value in labels.items() for word in ("--label", f"{name}={value}")),
                 "--stop-timeout", str(STOP_GRACE_SECONDS)]
 
@@ -290,10 +293,7 @@ class EvaluatorRun:
         if self.process is not None and self.process.poll() is None:
             self.stop()
         self.remove_container()
-        if self.dir.exists():
-            for path, _dirs, _files in os.walk(self.dir):
-                os.chmod(path, 0o700)  # make_read_only's folders must be writable again to be removed
-            shutil.rmtree(self.dir, ignore_errors=True)
+        containers.remove_job_folder(self.dir)
         try:
             self.dir.parent.rmdir()  # the evaluation's folder, once no attempt is left in it
         except OSError:
@@ -387,54 +387,12 @@ def remove_ended_attempts() -> int:
                .values_list("pk", "attempts"))
     ended = [path for path, key in folders.items() if key not in live]
     for path in ended:
-        for folder, _dirs, _files in os.walk(path):
-            os.chmod(folder, 0o700)  # make_read_only's folders must be writable again to be removed
-        shutil.rmtree(path, ignore_errors=True)
+        containers.remove_job_folder(path)
         try:
             path.parent.rmdir()
         except OSError:
             pass
     return len(ended)
-
-
-LABEL_DISPATCHER = "org.iwr-bench.dispatcher"
-LABEL_EVALUATION = "org.iwr-bench.evaluation"
-LABEL_ATTEMPT = "org.iwr-bench.attempt"
-LABEL_DEADLINE = "org.iwr-bench.deadline"  # Unix time after which no worker still watches the container
-
-
-def _engine(*args: str) -> str | None:
-    """Output of a container engine command, None when it failed (logged: housekeeping must not fail a job)."""
-    try:
-        done = subprocess.run([settings.CONTAINER_ENGINE, *args], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("container engine %s failed: %s", args[0], exc)
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def remove_overdue_containers(now: float | None = None) -> int:
-    """The wall-clock limit, kept by the engine's own records: remove every job container past the
-    deadline on its label (its worker died and nobody else would stop it); returns how many."""
-    listed = _engine("ps", "--all", "--filter", f"label={LABEL_DEADLINE}",
-                     "--format", f'{{{{.ID}}}} {{{{.Label "{LABEL_DEADLINE}"}}}}') or ""
-    now = time.time() if now is None else now
-    overdue = [cid for cid, _, deadline in (line.partition(" ") for line in listed.splitlines())
-               if deadline.strip().isdigit() and int(deadline) < now]
-    if overdue:
-        _engine("rm", "--force", *overdue)
-    return len(overdue)
-
-
-def remove_node_containers(node: str) -> int:
-    """A dispatcher node (re)starting: its earlier processes are dead, so are their jobs; remove the
-    job containers labelled with ``node`` (a container outlives a killed ``docker run``)."""
-    if settings.EVALUATOR_SANDBOX != "container":
-        return 0
-    ids = (_engine("ps", "--all", "--quiet", "--filter", f"label={LABEL_DISPATCHER}={node}") or "").split()
-    if ids:
-        _engine("rm", "--force", *ids)
-    return len(ids)
 
 
 def ocr_cache_dir() -> Path:

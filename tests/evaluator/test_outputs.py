@@ -106,6 +106,29 @@ def test_step_counts_are_bounded_by_the_task():
     rejected(doc, "step count")
 
 
+def test_step_counts_are_bounded_for_task_rows_that_only_know_how_many_actions_they_have():
+    """The leaderboard's task rows carry ``n_actions``, not the actions: the count is checked all the same."""
+    rows = [SimpleNamespace(key=t.key, n_actions=len(t.actions), interaction_complexity=t.interaction_complexity,
+                            visual_complexity="V1", domain="productivity") for t in TASKS]
+    assert check_results(document(), rows)["summary"]["n_tasks"] == 2
+    doc = document()
+    doc["tasks"]["a"] = result(40, 40)  # 40 steps, each a small object: a cheap way to fill the worker's memory
+    with pytest.raises(OutputError, match=r"steps_total 40, the task has 2 actions") as caught:
+        check_results(doc, rows)
+    assert caught.value.rule == "step count"
+
+
+def test_a_task_whose_action_count_is_unknown_still_has_a_bounded_step_count():
+    unknown = [SimpleNamespace(key=t.key, interaction_complexity=t.interaction_complexity, visual_complexity="V1",
+                               domain="productivity") for t in TASKS]
+    doc = document()
+    doc["tasks"]["a"] = result(1500, 1500)
+    with pytest.raises(OutputError, match=r"steps_total 1500 \(at most 1000\)"):
+        check_results(doc, unknown)
+    doc["tasks"]["a"] = result(2, 2)
+    assert check_results(doc, unknown)["tasks"]["a"]["steps_total"] == 2
+
+
 def test_long_strings_deep_nesting_and_stray_fields_are_rejected():
     doc = document()
     doc["tasks"]["a"]["steps"][0]["reason"] = "x" * 30_000

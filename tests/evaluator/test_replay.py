@@ -166,3 +166,26 @@ def test_it_scores_a_missing_page_zero(browser, dataset, tmp_path: Path):
     """No page in the bundle: zero scores, error 'missing', all steps counted."""
     result = replay(browser, dataset, tmp_path, None)
     assert result["error"] == "missing" and result["final"] == 0.0 and result["steps_total"] == 3
+
+
+def test_an_unreadable_reference_checkpoint_is_a_task_error_that_names_it(browser, tmp_path: Path):
+    """A broken checkpoint of the task set is not a page scoring 0 in silence: the task says which file."""
+    data = build_dataset(tmp_path / "set", [task_record("t1")])
+    broken = data.parent / "data" / "t1" / "checkpoints" / "step_3.png"  # the scroll: no assertion reads it
+    assert broken.is_file()
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    broken_set = load_dataset(data)
+    run = TaskRun(broken_set.task("t1"), _page(tmp_path, GOOD_PAGE), tmp_path / "out", get_protocol().params,
+                  broken_set.numbering, record_video=False)
+    result = replay_task(browser, run)
+    assert result["error"] is not None and result["error"].startswith("task data: the reference checkpoint step_3.png")
+    assert "could not be read" in result["error"] and str(tmp_path) not in result["error"]
+    assert result["final"] == 0.0 and result["steps_total"] == 3
+    assert [s["index"] for s in result["steps"] if "error" in (s.get("visual") or {})] == [3]  # only that one
+
+
+def _page(tmp_path: Path, html: str) -> Path:
+    page = tmp_path / "bundle" / "index.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(html)
+    return page

@@ -9,7 +9,7 @@ traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task, as t
 kernel's out-of-memory killer would), ``stopped`` (SIGTERMs itself after one task), ``hang``
 (never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit); and writes
 what an escaped page could: ``symlink-artifact``, ``nan-score``, ``score-7``, ``unknown-task``,
-``bad-summary``. Options ``--fake-mode``/``--fake-delay`` (or the variables) steer it.
+``bad-summary``, ``many-steps``. Options ``--fake-mode``/``--fake-delay`` (or the variables) steer it.
 ``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
 action description so tests can check that test-split secrets are scrubbed from logs.
 
@@ -102,6 +102,9 @@ def _tamper(mode: str, out: Path, results: dict, summary: dict) -> None:
         first["final"] = 7
     elif mode == "unknown-task":
         results["not-a-task"] = dict(first)
+    elif mode == "many-steps":  # every field consistent, but the task has far fewer actions
+        first.update(steps_passed=900, steps_total=900, ifs=1.0, final=scoring.final(1.0, first["vfs"]),
+                     steps=[{"k": k, "passed": True} for k in range(900)])
     elif mode == "bad-summary":
         summary["final"] = 1.0 if summary["final"] != 1.0 else 0.5
 

@@ -95,3 +95,27 @@ def test_a_baseline_bundle_an_earlier_version_left_in_media_root_is_moved_out(ro
     assert not old.exists() and submission.bundle.name.startswith("ground-truth/baselines/")
     assert copy_bundle(submission, tmp_path / "copy.zip").read_bytes() == zipped.read_bytes()
     assert baselines.move_out_of_media("test") == 0
+
+
+def test_a_staff_preview_of_a_held_out_reference_page_is_kept_by_no_cache(owner, imported_sample, roots, settings,
+                                                                          client):
+    from leaderboard import previews
+    from leaderboard.models import Submission
+
+    settings.PREVIEW_ROOT = roots / "previews"
+    held_out = [task.key for task in imported_sample if task.split == "test"]
+    baseline = make_bundle_submission(None, pages={key: PAGE for key in held_out}, split="test",
+                                      kind=Submission.Kind.BASELINE)
+    mine = make_bundle_submission(owner, pages={key: PAGE for key in held_out}, split="test")
+    staff_view = client.get(previews.link(baseline, held_out[0], previews.STAFF))
+    assert staff_view.status_code == 200 and b"<button" in staff_view.content
+    assert staff_view["Cache-Control"] == "private, no-store"
+    own_view = client.get(previews.link(mine, held_out[0], previews.MANAGER))
+    assert own_view.status_code == 200 and own_view["Cache-Control"] == "private, max-age=300"
+
+
+def test_the_results_download_is_kept_by_no_cache(client, staff, owner, imported_sample, roots):
+    evaluation = scored(owner, imported_sample, "test")
+    response = logged_in(client, staff).get(f"/submissions/{evaluation.submission.pk}/results.json")
+    assert response.status_code == 200 and b'"steps"' in response.content
+    assert response["Cache-Control"] == "private, no-store"

@@ -48,6 +48,7 @@ def charged(evaluation) -> bool:
     ("score-7", "'score out of range'"),
     ("unknown-task", "'unknown task'"),
     ("bad-summary", "'summary'"),
+    ("many-steps", "'step count'"),
 ])
 def test_output_that_breaks_a_rule_fails_as_the_pages_doing_and_nothing_is_kept(
         mode, rule, owner, imported_sample, monkeypatch, settings, django_capture_on_commit_callbacks):
@@ -141,6 +142,64 @@ def test_the_heartbeat_beats_while_the_job_is_prepared_and_started(owner, import
 
 
 @pytest.mark.django_db
+def test_the_job_folder_holds_the_task_data_of_the_tasks_it_scores_only(owner, imported_sample):
+    """A dev evaluation's job folder has no file of a held-out task: not its record, not its folder."""
+    from leaderboard.models import Evaluation
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import EVALUATIONS
+
+    evaluation = queued(owner)
+    job = evaluator_run.EvaluatorRun(Evaluation.objects.get(pk=evaluation.pk), EVALUATIONS.claim(evaluation.pk, "n:1"))
+    try:
+        assert job.prepare() is None
+        scored = {task.key for task in imported_sample if task.split == evaluation.submission.split}
+        held_out = {task.key for task in imported_sample} - scored
+        assert scored and held_out
+        records = [json.loads(line) for line in job.data_path.read_text().splitlines() if line.strip()]
+        assert {str(record["id"]) for record in records} == scored
+        names = {path.name for path in job.dir.rglob("*")}
+        assert scored <= names and not held_out & names
+    finally:
+        job.cleanup()
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread has a connection of its own: rows are committed
+def test_the_heartbeat_beats_all_through_a_slow_preparation_and_start(owner, imported_sample, monkeypatch, settings,
+                                                                      django_capture_on_commit_callbacks):
+    """A large bundle extracting and an OCR-fill container starting take minutes: the claim never goes stale."""
+    from evaluator import bundle
+    from leaderboard.worker import evaluator_run
+    from leaderboard.worker.claims import Claims
+
+    settings.CLAIM_HEARTBEAT_SECONDS = 0.1
+    beats, slow = [], []
+    real_beat, real_extract, real_command = Claims.beat, bundle.extract_bundle, evaluator_run.EvaluatorRun.command
+
+    def beat(self, pk, token, **fields):
+        held = real_beat(self, pk, token, **fields)
+        beats.append((time.monotonic(), held))
+        return held
+
+    def slowly(real):
+        def call(*args, **kwargs):
+            started = time.monotonic()
+            time.sleep(1.0)
+            slow.append((started, time.monotonic()))
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(Claims, "beat", beat)
+    monkeypatch.setattr(bundle, "extract_bundle", slowly(real_extract))
+    monkeypatch.setattr(evaluator_run.EvaluatorRun, "command", slowly(real_command))
+    evaluation = run(queued(owner), django_capture_on_commit_callbacks)
+    assert evaluation.status == "scored", evaluation.failure_reason
+    assert len(slow) == 2
+    for start, end in slow:  # extracting the bundle, then building the command (the fill container starts there)
+        during = [held for at, held in beats if start < at < end]
+        assert len(during) >= 5 and all(during), (start, end, beats)
+
+
+@pytest.mark.django_db
 def test_a_claim_lost_while_the_job_is_prepared_starts_no_evaluator(owner, imported_sample, monkeypatch,
                                                                     django_capture_on_commit_callbacks):
     from leaderboard.models import Evaluation
@@ -182,15 +241,16 @@ def test_a_job_container_is_labelled_with_its_dispatcher_and_attempt_and_stops_i
     assert command[1] == "run"
     labels = dict(command[i + 1].split("=", 1) for i, part in enumerate(command) if part == "--label")
     deadline = int(labels.pop("org.iwr-bench.deadline"))
-    assert labels == {"org.iwr-bench.dispatcher": "dispatcher@host-7",
+    assert labels == {"org.iwr-bench.dispatcher": "dispatcher@host-7", "org.iwr-bench.jobs": str(tmp_path / "jobs"),
                       "org.iwr-bench.evaluation": str(evaluation.pk), "org.iwr-bench.attempt": "1"}
     assert time.time() + settings.EVALUATION_TIME_LIMIT_SECONDS < deadline < time.time() + 2 * 3600 + 60
     assert command[command.index("--stop-timeout") + 1] == str(evaluator_run.STOP_GRACE_SECONDS)
-    assert "ps --all --filter label=org.iwr-bench.deadline" in (tmp_path / "calls").read_text()  # overdue swept
+    assert "ps --all --filter label=org.iwr-bench.deadline" in (tmp_path / "calls").read_text()  # strays swept
 
 
 def fake_engine(tmp_path, settings, listing: str) -> Path:
-    """A container engine that logs its arguments and lists ``listing`` for ``ps``."""
+    """A container engine that logs its arguments and lists ``listing`` for ``ps``: the command is only
+    built here (the containers themselves are reaped by a real engine in tests/docker/test_job_containers.py)."""
     calls = tmp_path / "calls"
     (tmp_path / "listing").write_text(listing)
     engine = tmp_path / "engine"
@@ -199,25 +259,3 @@ def fake_engine(tmp_path, settings, listing: str) -> Path:
     settings.EVALUATOR_SANDBOX = "container"
     settings.CONTAINER_ENGINE = str(engine)
     return calls
-
-
-def test_a_restarted_dispatcher_removes_the_containers_of_its_dead_processes(settings, tmp_path):
-    from leaderboard.worker import evaluator_run
-
-    calls = fake_engine(tmp_path, settings, "c1\nc2\n")
-    assert evaluator_run.remove_node_containers("dispatcher@host-7") == 2
-    ps, rm = calls.read_text().splitlines()
-    assert ps == "ps --all --quiet --filter label=org.iwr-bench.dispatcher=dispatcher@host-7"
-    assert rm == "rm --force c1 c2"
-    settings.EVALUATOR_SANDBOX = "bubblewrap"
-    assert evaluator_run.remove_node_containers("dispatcher@host-7") == 0  # no engine to ask
-
-
-def test_containers_past_their_deadline_are_removed_by_the_next_job(settings, tmp_path):
-    from leaderboard.worker import evaluator_run
-
-    calls = fake_engine(tmp_path, settings, "old1 1000\nnew1 5000\nodd1 soon\n")
-    assert evaluator_run.remove_overdue_containers(now=2000) == 1
-    ps, rm = calls.read_text().splitlines()
-    assert ps.startswith("ps --all --filter label=org.iwr-bench.deadline --format")
-    assert rm == "rm --force old1"
