@@ -3,11 +3,16 @@ real client address, production settings behind the TLS proxy, mail that never w
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -171,26 +176,83 @@ def test_the_web_entrypoint_runs_check_deploy_fatally():
     assert "check --deploy --fail-level WARNING" in web and "set -eu" in script
 
 
-def test_smtp_mail_is_queued_not_sent_by_the_worker(settings, monkeypatch):
+@pytest.fixture
+def silent_smtp(settings):
+    """An SMTP server that accepts connections and never says a word, as the site's mail server (1 s timeout)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
+    thread.start()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    queued, sent = [], []
-    monkeypatch.setattr(mail.deliver, "apply_async", lambda args, **kw: queued.append(args))
-    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
-    assert mail.send_later("s", "b", ["a@example.org"]) is True
-    assert queued == [["s", "b", ["a@example.org"]]] and sent == []
-    assert settings.EMAIL_TIMEOUT == 10
+    settings.EMAIL_HOST, settings.EMAIL_PORT = server.getsockname()
+    settings.EMAIL_TIMEOUT = 1
+    yield server
+    server.close()
+    for connection, _ in accepted:
+        connection.close()
 
 
-def test_without_a_broker_smtp_mail_is_sent_directly(settings, monkeypatch):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+def queued_mails(before: set[Path], with_headers: bool = False) -> list[tuple]:
+    """(queue, message body[, task headers]) of every message put on the embedded broker since ``before``."""
+    found = []
+    for path in sorted(broker_files() - before):
+        payload = json.loads(path.read_text())
+        queue = path.name.split(".")[-2]
+        body = base64.b64decode(payload["body"]).decode()
+        found.append((queue, body, payload["headers"]) if with_headers else (queue, body))
+    return found
 
+
+def broker_files() -> set[Path]:
+    from django.conf import settings
+
+    return set(Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_out"]).glob("*.msg"))
+
+
+def test_smtp_mail_is_queued_for_the_housekeeping_worker_and_never_waits_for_the_server(silent_smtp, settings):
+    settings.EMAIL_TIMEOUT = 5  # a direct send would wait this long at least
+    before = broker_files()
+    started = time.monotonic()
+    assert mail.send_later("Scored", "Final 31.00", ["a@example.org"]) is True
+    assert time.monotonic() - started < 5
+    mails = queued_mails(before, with_headers=True)
+    assert [(queue, '"Scored"' in body) for queue, body, _ in mails] == [("housekeeping", True)]
+    assert mails[0][2]["timelimit"][0] == mail.time_limit() == 4 * 5 + 10  # a stuck send is ended
+
+
+@pytest.mark.django_db
+def test_account_mails_are_queued_too_so_a_sign_up_never_waits_for_the_server(client, silent_smtp, mailoutbox,
+                                                                              settings):
+    settings.EMAIL_TIMEOUT = 5  # sending the verification mail in the request would wait this long at least
+    assert client.get("/accounts/signup/").status_code == 200  # the site's modules are loaded before timing
+    before = broker_files()
+    started = time.monotonic()
+    phrase = "a long pass phrase 9"
+    response = client.post("/accounts/signup/", {"username": "ada", "email": "ada@example.org",
+                                                 "password1": phrase, "password2": phrase})
+    assert response.status_code == 302 and time.monotonic() - started < 5
+    mails = queued_mails(before)
+    assert [queue for queue, _ in mails] == ["housekeeping"] and "/accounts/confirm-email/" in mails[0][1]
+    assert mailoutbox == []
+
+
+def test_the_queued_mail_gives_up_on_a_silent_server_after_the_timeout_and_is_retried(silent_smtp):
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        mail.deliver.run("s", "b", ["a@example.org"])
+    assert time.monotonic() - started < 3 * 1 + 1  # bounded by EMAIL_TIMEOUT, not hanging
+    assert OSError in mail.deliver.autoretry_for
+
+
+def test_without_a_broker_the_mail_is_sent_directly_and_a_silent_server_only_costs_the_timeout(
+        silent_smtp, monkeypatch, caplog):
     def refuse(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    sent = []
     monkeypatch.setattr(mail.deliver, "apply_async", refuse)
-    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
-    assert mail.send_later("s", "b", ["a@example.org"]) is True and len(sent) == 1
+    started = time.monotonic()
+    assert mail.send_later("s", "b", ["a@example.org"]) is False
+    assert time.monotonic() - started < 3 and "could not send 's'" in caplog.text
 
 
 def test_the_error_tracker_is_on_only_with_a_dsn(tmp_path):
