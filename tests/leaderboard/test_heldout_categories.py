@@ -169,3 +169,12 @@ def test_an_evaluation_of_an_older_task_set_is_pooled_by_its_own_counts(settings
     old = {"domain": {"shop": row(1, 1), "docs": row(0, 3), "news": row(0.5, 3), "gone": row(0, 1)}}
     shown = heldout.published_categories(old, plan)["domain"]
     assert all(values["n"] >= 3 for values in shown.values()) and "shop" not in shown and "gone" not in shown
+
+
+def test_the_submit_about_and_categories_pages_state_the_pooling_rule(client, owner, settings):
+    settings.HELDOUT_MIN_CATEGORY_TASKS = 4
+    for url in ("/submit/", "/about/", "/leaderboard/categories/?split=test"):
+        text = " ".join(logged_in(client, owner).get(url).content.decode().split())
+        assert "categories of fewer than 4" in text and "pooled into &ldquo;other&rdquo;" in text, url
+    dev = " ".join(client.get("/leaderboard/categories/?split=dev").content.decode().split())
+    assert "pooled into" not in dev

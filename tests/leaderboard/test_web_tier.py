@@ -176,6 +176,38 @@ def test_the_web_entrypoint_runs_check_deploy_fatally():
     assert "check --deploy --fail-level WARNING" in web and "set -eu" in script
 
 
+def example_values() -> dict[str, str]:
+    lines = (ROOT / "docker" / ".env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#") and "=" in line)
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"IWR_BEHIND_TLS_PROXY": "0"}, "SECURE_SSL_REDIRECT"),  # a deployment check's warning
+    ({"DJANGO_SECRET_KEY": example_values()["DJANGO_SECRET_KEY"]}, "example value of docker/.env.example"),
+    ({"DATABASE_URL": f"postgres://iwr:{example_values()['POSTGRES_PASSWORD']}@127.0.0.1:1/iwr"},
+     "POSTGRES_PASSWORD still has the example value"),
+])
+def test_the_web_container_stops_before_migrating_or_serving_when_a_check_fails(tmp_path, change, said):
+    """docker/web-entrypoint.sh itself, run as the web container runs it: it ends at the check."""
+    environ = production_environment(tmp_path, **change)
+    environ["PATH"] = f"{Path(sys.executable).parent}:{environ.get('PATH', '/usr/bin:/bin')}"
+    result = subprocess.run(["sh", str(ROOT / "docker" / "web-entrypoint.sh"), "web"], cwd=ROOT, env=environ,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and said in result.stdout + result.stderr
+    assert "Operations to perform" not in result.stdout and "Booting worker" not in result.stderr
+    assert not (tmp_path / "db.sqlite3").exists()  # migrate never ran
+
+
+def test_log_lines_carry_time_level_and_logger(tmp_path):
+    code = ("import django, logging; django.setup(); "
+            "logging.getLogger('leaderboard.probe').warning('disk %s full', 'jobs')")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=production_environment(tmp_path),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING leaderboard\.probe: disk jobs full", line), line
+
+
 @pytest.fixture
 def silent_smtp(settings):
     """An SMTP server that accepts connections and never says a word, as the site's mail server (1 s timeout)."""
