@@ -31,6 +31,8 @@ task's score moved; the daily quota bounds that.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import signal
 from collections import Counter
 from collections.abc import Mapping
@@ -38,9 +40,11 @@ from collections.abc import Mapping
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.core.cache import cache
 
 from evaluator.scoring import CATEGORY_AXES, UNLABELLED
 from leaderboard import access
+from leaderboard import cache as board_cache
 from leaderboard.models import Evaluation, Task
 
 Kind = Evaluation.FailureKind
@@ -89,6 +93,8 @@ def rejected_output(rule: str, message: str) -> tuple[str, str, str]:
 OTHER = "other"  # the published category pooling those too small to be shown on their own
 METRICS = ("ifs", "vfs", "final")
 EXACT = 1e-6  # a task is pinned down when its indicator lies in the span of the published categories
+PAIR_BLOCK = 512  # rows of the pair check computed at once
+PLAN_CACHE_SECONDS = 24 * 3600
 
 Plan = dict[str, dict[str, str]]  # axis -> label -> the label its tasks are published under
 
@@ -120,9 +126,15 @@ def summary_for(viewer, split: str, summary: Mapping | None) -> dict:
 
 def split_plan(split: str) -> Plan:
     """How the categories of the published tasks of ``split`` are published (:func:`publish_plan`)."""
-    rows = Task.objects.published().for_split(split).values_list("key", *CATEGORY_AXES)
-    memberships = {key: dict(zip(CATEGORY_AXES, labels, strict=True)) for key, *labels in rows}
-    return publish_plan(memberships, settings.HELDOUT_MIN_CATEGORY_TASKS)
+    rows = sorted(Task.objects.published().for_split(split).values_list("key", *CATEGORY_AXES))
+    minimum = settings.HELDOUT_MIN_CATEGORY_TASKS
+    # Cached by what it is computed from: thousands of tasks take seconds of linear algebra.
+    cache_key = board_cache.key("category-plan", minimum, hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:32])
+    plan = cache.get(cache_key)
+    if plan is None:
+        plan = publish_plan({key: dict(zip(CATEGORY_AXES, labels, strict=True)) for key, *labels in rows}, minimum)
+        cache.set(cache_key, plan, PLAN_CACHE_SECONDS)
+    return plan
 
 
 def publish_plan(memberships: Mapping[str, Mapping[str, str]], minimum: int) -> Plan:
@@ -169,16 +181,23 @@ def pins_down_a_task(indicators: np.ndarray, pairs: bool) -> bool:
     n_tasks = indicators.shape[1] if indicators.size else 0
     if n_tasks < 2:  # the overall score of a split of one task is that task's: nothing pooling could hide
         return False
-    projection = np.linalg.pinv(indicators) @ indicators
-    diagonal = np.diag(projection)
+    # The projection onto the span is B B^T, B an orthonormal basis of it (right singular vectors).
+    _, singular, vt = np.linalg.svd(indicators, full_matrices=False)
+    basis = vt[singular > EXACT * max(singular.max(), 1.0)].T  # tasks x rank
+    diagonal = np.einsum("ij,ij->i", basis, basis)
     if np.any(diagonal > 1 - EXACT):
         return True
     if not pairs or n_tasks < 3:
         return False
-    # |P(e_i + e_j)|^2 = 2 exactly when e_i + e_j lies in the span.
-    pair_norms = diagonal[:, None] + diagonal[None, :] + 2 * projection
-    np.fill_diagonal(pair_norms, 0.0)
-    return bool(np.any(pair_norms > 2 - EXACT))
+    # |P(e_i + e_j)|^2 = P_ii + P_jj + 2 P_ij, which is 2 exactly when e_i + e_j lies in the span; in blocks
+    # of rows, so a split of thousands of tasks never builds the whole tasks x tasks projection.
+    for start in range(0, n_tasks, PAIR_BLOCK):
+        rows = slice(start, start + PAIR_BLOCK)
+        norms = diagonal[rows, None] + diagonal[None, :] + 2 * basis[rows] @ basis.T
+        norms[np.arange(norms.shape[0]), np.arange(start, start + norms.shape[0])] = 0.0  # i == j is no pair
+        if np.any(norms > 2 - EXACT):
+            return True
+    return False
 
 
 def published_categories(categories: Mapping, plan: Plan) -> dict:
