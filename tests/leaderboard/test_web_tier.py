@@ -268,6 +268,20 @@ def test_account_mails_are_queued_too_so_a_sign_up_never_waits_for_the_server(cl
     assert mailoutbox == []
 
 
+@pytest.mark.django_db
+def test_the_scored_mail_leaves_the_scoring_worker_at_once_for_the_housekeeping_queue(owner, silent_smtp, settings):
+    from leaderboard import notifications
+
+    settings.EMAIL_TIMEOUT = 5  # sending from the worker would wait this long at least
+    evaluation = make_entry(owner, model_name="Mailed-VL", final=0.42, split="dev")
+    before = broker_files()
+    started = time.monotonic()
+    assert notifications.evaluation_finished(evaluation.pk) is True
+    assert time.monotonic() - started < 5
+    mails = queued_mails(before)
+    assert [queue for queue, _ in mails] == ["housekeeping"] and "Mailed-VL" in mails[0][1]
+
+
 def test_the_queued_mail_gives_up_on_a_silent_server_after_the_timeout_and_is_retried(silent_smtp):
     started = time.monotonic()
     with pytest.raises(OSError):
