@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from functools import wraps
 
+from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.models import EmailAddress
+from allauth.core import context as allauth_context
 from django.contrib import messages
+from django.contrib.sites.shortcuts import get_current_site
 from django.shortcuts import redirect
 from rest_framework.permissions import BasePermission
+
+from leaderboard import mail
 
 VERIFY_FIRST = ("Verify your e-mail address before submitting or creating an API token: open the link in the "
                 "mail we sent you, or send it again from the e-mail page.")
@@ -55,3 +60,13 @@ class HasVerifiedEmail(BasePermission):
         if getattr(view, "action", None) != "create":
             return True
         return has_verified_email(request.user)
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    """allauth's adapter, its mails (verification, password reset, e-mail change) sent through
+    :func:`leaderboard.mail.send_message`: queued over SMTP, so no sign-up waits on a mail server."""
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        request = allauth_context.request
+        ctx = {"request": request, "email": email, "current_site": get_current_site(request), **context}
+        mail.send_message(self.render_mail(template_prefix, email, ctx))

@@ -34,6 +34,7 @@ ACCOUNT_CONFIRM_EMAIL_ON_GET = False  # a link scanner opening the mail must not
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
 ACCOUNT_CHANGE_EMAIL = True  # one address per account; a new one replaces the old once verified
 ACCOUNT_EMAIL_SUBJECT_PREFIX = "[IWR-Bench] "
+ACCOUNT_ADAPTER = "leaderboard.accounts.AccountAdapter"  # its mails are queued like every other (leaderboard/mail.py)
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 # allauth's rate limits (cache-backed, keyed on the client address behind the proxy, the account
 # or the address typed): failed logins, logins, sign-ups, password-reset mails.
@@ -59,13 +60,18 @@ if _hf_id and _hf_secret:  # Hugging Face signs in with OpenID Connect
         "settings": {"server_url": "https://huggingface.co"}}]}
 
 # Mail: the console by default (a mail is printed in the web log), SMTP by settings. SMTP waits at
-# most this long; scoring workers never send mail themselves (leaderboard/notifications.py queues it).
+# most this long per step; over SMTP every mail (account mails too) is queued on `housekeeping` and sent
+# by its own worker (leaderboard/mail.py): no request and no scoring worker waits for a mail server.
 EMAIL_TIMEOUT = env.get_int("DJANGO_EMAIL_TIMEOUT", 10, minimum=1)
 
 # ---------------------------------------------------------------------------------------- held-out split
 # Per-task scores and pass/fail of held-out (test-split) tasks: staff only unless opened here
 # (leaderboard/heldout.py). Opening them lets a few submissions a day steer towards the hidden tasks.
 HELDOUT_TASK_RESULTS_PUBLIC = env.get_bool("IWR_HELDOUT_TASK_RESULTS", False)
+# Fewest held-out tasks a published per-category score may average over (leaderboard/heldout.py):
+# smaller categories are pooled into "other". A category of one task would publish that task's score;
+# with two, a submitter who knows one of them (a page left out scores 0) learns the other. 1 turns it off.
+HELDOUT_MIN_CATEGORY_TASKS = env.get_int("IWR_HELDOUT_MIN_CATEGORY_TASKS", 3, minimum=1)
 
 # ---------------------------------------------------------------------------------------- TLS proxy
 BEHIND_TLS_PROXY = env.get_bool("IWR_BEHIND_TLS_PROXY", False)

@@ -8,7 +8,7 @@ one is still stored.
 
 from __future__ import annotations
 
-from leaderboard import access
+from leaderboard import access, heldout
 from leaderboard.models import Evaluation, GenerationJob, Submission
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.models.tasks import Split
@@ -78,11 +78,12 @@ def task_rows(evaluation: Evaluation | None, viewer, *, with_steps: bool = False
 
 
 def results_document(submission: Submission, viewer) -> dict:
-    """The downloadable results: state, summary and per-task rows (test split: scores only)."""
+    """The downloadable results: state, summary and per-task rows (test split: scores only; its small
+    categories pooled for those who may not see per-task results, :func:`leaderboard.heldout.categories_for`)."""
     evaluation = submission.primary_evaluation
     document = status_payload(submission, viewer)
     if evaluation is not None and evaluation.status == Evaluation.Status.SCORED:
-        document["summary"] = evaluation.summary
+        document["summary"] = heldout.summary_for(viewer, submission.split, evaluation.summary)
     document["tasks"] = task_rows(evaluation, viewer, with_steps=True)
     return document
 

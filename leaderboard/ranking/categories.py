@@ -11,6 +11,7 @@ from django.core.cache import cache
 
 from evaluator.scoring import summarize
 from leaderboard import cache as board_cache
+from leaderboard import heldout
 from leaderboard.cache import CACHE_SECONDS
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS
@@ -103,6 +104,7 @@ def _category_breakdowns(board: Leaderboard) -> dict[str, CategoryBreakdown]:
         results = TaskResult.objects.filter(evaluation_id__in=bare).select_related("task")
         for pk, group in itertools.groupby(results.order_by("evaluation_id"), key=lambda r: r.evaluation_id):
             per_entry[pk] = category_scores_from_results(group)
+    per_entry = heldout.board_categories(board.query.split, per_entry)  # held-out: small categories pooled
     return {axis: _breakdown(evaluated, per_entry, axis) for axis in CATEGORY_AXES}
 
 

@@ -29,7 +29,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from leaderboard import access, charts, ranking
+from leaderboard import access, charts, heldout, ranking
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.models.tasks import Task
@@ -274,7 +274,7 @@ def evaluation_context(request, evaluation: Evaluation) -> dict:
     with ``{% include "leaderboard/rankings/_category_charts.html" %}`` and
     ``{% include "leaderboard/replays/_task_table.html" %}``.
     """
-    categories = ranking.evaluation_categories(evaluation) if evaluation.status == Evaluation.Status.SCORED else {}
+    categories = shown_categories(request, evaluation)
     return {
         "lb_evaluation": evaluation,
         "lb_categories": [
@@ -286,6 +286,13 @@ def evaluation_context(request, evaluation: Evaluation) -> dict:
         "lb_task_results_hidden": not access.shows_task_results(request.user, evaluation.submission.split),
         "lb_preview_page": previews.preview_page(request, evaluation.submission),
     }
+
+
+def shown_categories(request, evaluation: Evaluation) -> dict:
+    """The evaluation's per-category scores as the reader may see them (held-out: small ones pooled)."""
+    if evaluation.status != Evaluation.Status.SCORED:
+        return {}
+    return heldout.categories_for(request.user, evaluation.submission.split, ranking.evaluation_categories(evaluation))
 
 
 def _category_rows(per_label: dict) -> list[dict]:
@@ -335,7 +342,7 @@ def _interval(evaluation: Evaluation, name: str) -> str:
 def evaluation_categories(request, evaluation_id: int):
     """Per-category scores of one evaluation and a grouped-bar figure per axis (JSON)."""
     evaluation = access.visible_evaluation(request.user, evaluation_id)
-    categories = ranking.evaluation_categories(evaluation) if evaluation.status == Evaluation.Status.SCORED else {}
+    categories = shown_categories(request, evaluation)
     return JsonResponse({
         "evaluation": evaluation.pk,
         "by_category": {axis: {label: {k: (charts.pct(v) if k != "n" else v) for k, v in values.items()}
@@ -446,7 +453,7 @@ def compare(request, a: int, b: int):
                       "delta": _delta(getattr(first, name), getattr(second, name))}
                      for name, label in (("final", "Final"), ("ifs", "IFS"), ("vfs", "VFS"),
                                          ("low_level", "Low-level"), ("high_level", "High-level"))],
-        "categories": _category_deltas(first, second),
+        "categories": _category_deltas(shown_categories(request, first), shown_categories(request, second)),
         "tasks": [_task_delta(first, second, key, rows_a.get(key), rows_b.get(key)) for key in keys],
     }
     return render(request, "leaderboard/replays/compare.html", context)
@@ -460,8 +467,7 @@ def _task_delta(first: Evaluation, second: Evaluation, key: str, row_a: dict | N
             "url": reverse("compare-replay", args=[first.pk, second.pk, key]) if row_a and row_b else None}
 
 
-def _category_deltas(first: Evaluation, second: Evaluation) -> list[dict]:
-    cats_a, cats_b = ranking.evaluation_categories(first), ranking.evaluation_categories(second)
+def _category_deltas(cats_a: dict, cats_b: dict) -> list[dict]:
     sections = []
     for axis, label in ranking.AXIS_LABELS.items():
         per_a, per_b = cats_a.get(axis) or {}, cats_b.get(axis) or {}

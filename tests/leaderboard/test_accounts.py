@@ -152,3 +152,41 @@ def test_existing_users_are_migrated_by_the_documented_rule():
     assert nobody.pk not in rows
     migration.addresses_for_existing_users(apps, None)  # running it again adds nothing
     assert EmailAddress.objects.count() == 3
+
+
+PROVIDER_PROBE = """
+import django
+django.setup()
+from django.urls import NoReverseMatch, reverse
+from allauth.socialaccount import providers
+found = sorted(cls.id for cls in providers.registry.get_class_list())
+urls = []
+for name, args in (("github_login", []), ("openid_connect_login", ["huggingface"])):
+    try:
+        urls.append(reverse(name, args=args))
+    except NoReverseMatch:
+        pass
+print(found, urls)
+"""
+
+
+@pytest.mark.parametrize(("variables", "expected"), [
+    ({}, "[] []"),
+    ({"IWR_GITHUB_CLIENT_ID": "id", "IWR_GITHUB_SECRET": "s"}, "['github'] ['/accounts/github/login/']"),
+    ({"IWR_HUGGINGFACE_CLIENT_ID": "id", "IWR_HUGGINGFACE_SECRET": "s"},
+     "['openid_connect'] ['/accounts/oidc/huggingface/login/']"),
+    ({"IWR_GITHUB_CLIENT_ID": "id"}, "[] []"),  # half a configuration turns nothing on
+])
+def test_github_and_hugging_face_sign_in_are_off_unless_an_operator_configures_them(tmp_path, variables, expected):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environ = {key: value for key, value in os.environ.items() if not key.startswith(("IWR_GITHUB", "IWR_HUGGING"))}
+    environ.update({"IWR_ENV": "development", "IWR_DATA_DIR": str(tmp_path),
+                    "DJANGO_SETTINGS_MODULE": "leaderboard.settings", **variables})
+    result = subprocess.run([sys.executable, "-c", PROVIDER_PROBE], cwd=Path(__file__).resolve().parents[2],
+                            env=environ, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected

@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
+
+@pytest.fixture(autouse=True)
+def _every_category_shown(settings):
+    """These boards are on the held-out split with categories of one or two tasks: the charts' and tables'
+    mechanics are tested with every category shown (IWR_HELDOUT_MIN_CATEGORY_TASKS=1; pooling the small
+    ones is test_heldout_categories.py's)."""
+    settings.HELDOUT_MIN_CATEGORY_TASKS = 1
+
 SUMMARY_A = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2},
                                                         "L3": {"ifs": 0.1, "vfs": 0.4, "final": 0.19, "n": 1}},
                              "domain": {"shop": {"ifs": 0.3, "vfs": 0.6, "final": 0.39, "n": 3}}}}

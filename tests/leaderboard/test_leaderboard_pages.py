@@ -257,8 +257,9 @@ def test_cancelling_a_submission_takes_it_out_of_the_note_at_once(client, owner,
     assert "pending-one" not in text(client.get("/"))
 
 
-def test_the_categories_page_tabulates_every_axis(client):
+def test_the_categories_page_tabulates_every_axis(client, settings):
     """Per-category tables list each entry's metric per label, with the mean of ranked models first."""
+    settings.HELDOUT_MIN_CATEGORY_TASKS = 1  # one-task categories shown (pooling: test_heldout_categories.py)
     summary = {"by_category": {"interaction_complexity": {"L1": {"ifs": 0.5, "vfs": 0.7, "final": 0.56, "n": 2}},
                                "domain": {"games": {"ifs": 0.25, "vfs": 0.5, "final": 0.325, "n": 1}}}}
     make_entry(make_user(), model_name="m", final=0.5, evaluation_fields={"summary": summary})
@@ -269,9 +270,10 @@ def test_the_categories_page_tabulates_every_axis(client):
     assert "All ranked models (mean)" in body
 
 
-def test_the_categories_page_shows_one_page_of_rows_at_a_time(client, monkeypatch):
+def test_the_categories_page_shows_one_page_of_rows_at_a_time(client, monkeypatch, settings):
     """Long boards are paged (all three tables together); page links reach every row, the mean row stays."""
     from leaderboard.views import rankings
+    settings.HELDOUT_MIN_CATEGORY_TASKS = 1  # one-task categories shown (pooling: test_heldout_categories.py)
 
     monkeypatch.setattr(rankings, "CATEGORY_PAGE_SIZE", 2)
     summary = {"by_category": {axis: {"x": {"ifs": 0.5, "vfs": 0.5, "final": 0.5, "n": 1}}

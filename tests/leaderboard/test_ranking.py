@@ -23,6 +23,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
+def _every_category_shown(settings):
+    """These boards are on the held-out split with categories of one or two tasks: the charts' and tables'
+    mechanics are tested with every category shown (IWR_HELDOUT_MIN_CATEGORY_TASKS=1; pooling the small
+    ones is test_heldout_categories.py's)."""
+    settings.HELDOUT_MIN_CATEGORY_TASKS = 1
+
+
+@pytest.fixture(autouse=True)
 def fresh_cache():
     """Each test starts with an empty cache (ids are reused between tests)."""
     cache.clear()

@@ -218,3 +218,74 @@ def test_the_heartbeat_skips_a_beat_while_the_database_is_locked(owner, monkeypa
 
 def test_the_login_form_still_posts(client, owner):
     assert client.post("/accounts/login/", {"login": owner.username, "password": PASSWORD}).status_code == 302
+
+
+def another_writer_can_begin() -> bool:
+    """Whether a second SQLite connection to the site's database can take the write lock right now."""
+    import sqlite3
+
+    other = sqlite3.connect(connection.settings_dict["NAME"], uri=True, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("UPDATE leaderboard_submission SET model_name = model_name WHERE 0")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_writer_gets_the_database_while_an_upload_is_hashed_and_copied(owner, imported_sample, media, sent,
+                                                                               monkeypatch):
+    """A real second SQLite connection takes the write lock while the bundle is hashed and while it is copied
+    (the probe does see the lock of a write transaction: checked first)."""
+    from django.core.files.storage import default_storage
+    from django.db import transaction
+
+    with transaction.atomic():
+        Submission.objects.filter(pk=0).update(model_name="")
+        assert not another_writer_can_begin()  # the probe detects a held write lock
+    assert another_writer_can_begin()
+
+    seen = {}
+    sha256_of, save = bundles.sha256_of, default_storage.save
+    monkeypatch.setattr(bundles, "sha256_of", lambda upload: seen.setdefault("hashing", another_writer_can_begin())
+                        and sha256_of(upload))
+    monkeypatch.setattr(default_storage, "save", lambda *args, **kwargs: seen.setdefault(
+        "copying", another_writer_can_begin()) and save(*args, **kwargs))
+    form = bundles.SubmissionForm({"split": "dev", "protocol": "iwr-det", "model_name": "Locked-out"},
+                                  {"bundle": SimpleUploadedFile("b.zip", zip_bytes({"101/index.html": PAGE}))},
+                                  user=owner)
+    assert form.is_valid(), form.errors
+    accepted = bundles.accept(form, owner)
+    assert seen == {"hashing": True, "copying": True}
+    assert Submission.objects.get(pk=accepted.submission.pk).bundle_sha256 and len(sent) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_rides_out_a_real_write_lock_and_beats_again_after_it(owner, caplog):
+    """Another connection holds SQLite's write lock: the evaluator run's beat and the heartbeat thread's beat
+    are skipped (logged), not fatal; once the lock is gone the next beat lands."""
+    import sqlite3
+
+    from leaderboard.worker.claims import Heartbeat
+
+    evaluation = make_queued_evaluation(make_submission(owner), status="running", claim_token="tok")
+    job = evaluator_run.EvaluatorRun(evaluation, "tok")
+    writer = sqlite3.connect(connection.settings_dict["NAME"], uri=True, timeout=0, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE leaderboard_evaluation SET worker = 'elsewhere' WHERE id = ?", (evaluation.pk,))
+    try:
+        assert job.heartbeat() is True
+        assert Heartbeat(evaluator_run.EVALUATIONS, evaluation.pk, "tok", 1).beat() is True
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "heartbeat skipped" in caplog.text and "heartbeat failed" in caplog.text
+    evaluation.refresh_from_db()
+    before = evaluation.heartbeat_at
+    assert job.heartbeat() is True
+    evaluation.refresh_from_db()
+    assert evaluation.heartbeat_at is not None and evaluation.heartbeat_at != before

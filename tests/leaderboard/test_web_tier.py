@@ -3,11 +3,16 @@ real client address, production settings behind the TLS proxy, mail that never w
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -171,26 +176,129 @@ def test_the_web_entrypoint_runs_check_deploy_fatally():
     assert "check --deploy --fail-level WARNING" in web and "set -eu" in script
 
 
-def test_smtp_mail_is_queued_not_sent_by_the_worker(settings, monkeypatch):
+def example_values() -> dict[str, str]:
+    lines = (ROOT / "docker" / ".env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#") and "=" in line)
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"IWR_BEHIND_TLS_PROXY": "0"}, "SECURE_SSL_REDIRECT"),  # a deployment check's warning
+    ({"DJANGO_SECRET_KEY": example_values()["DJANGO_SECRET_KEY"]}, "example value of docker/.env.example"),
+    ({"DATABASE_URL": f"postgres://iwr:{example_values()['POSTGRES_PASSWORD']}@127.0.0.1:1/iwr"},
+     "POSTGRES_PASSWORD still has the example value"),
+])
+def test_the_web_container_stops_before_migrating_or_serving_when_a_check_fails(tmp_path, change, said):
+    """docker/web-entrypoint.sh itself, run as the web container runs it: it ends at the check."""
+    environ = production_environment(tmp_path, **change)
+    environ["PATH"] = f"{Path(sys.executable).parent}:{environ.get('PATH', '/usr/bin:/bin')}"
+    result = subprocess.run(["sh", str(ROOT / "docker" / "web-entrypoint.sh"), "web"], cwd=ROOT, env=environ,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and said in result.stdout + result.stderr
+    assert "Operations to perform" not in result.stdout and "Booting worker" not in result.stderr
+    assert not (tmp_path / "db.sqlite3").exists()  # migrate never ran
+
+
+def test_log_lines_carry_time_level_and_logger(tmp_path):
+    code = ("import django, logging; django.setup(); "
+            "logging.getLogger('leaderboard.probe').warning('disk %s full', 'jobs')")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=production_environment(tmp_path),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING leaderboard\.probe: disk jobs full", line), line
+
+
+@pytest.fixture
+def silent_smtp(settings):
+    """An SMTP server that accepts connections and never says a word, as the site's mail server (1 s timeout)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
+    thread.start()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    queued, sent = [], []
-    monkeypatch.setattr(mail.deliver, "apply_async", lambda args, **kw: queued.append(args))
-    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
-    assert mail.send_later("s", "b", ["a@example.org"]) is True
-    assert queued == [["s", "b", ["a@example.org"]]] and sent == []
-    assert settings.EMAIL_TIMEOUT == 10
+    settings.EMAIL_HOST, settings.EMAIL_PORT = server.getsockname()
+    settings.EMAIL_TIMEOUT = 1
+    yield server
+    server.close()
+    for connection, _ in accepted:
+        connection.close()
 
 
-def test_without_a_broker_smtp_mail_is_sent_directly(settings, monkeypatch):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+def queued_mails(before: set[Path], with_headers: bool = False) -> list[tuple]:
+    """(queue, message body[, task headers]) of every message put on the embedded broker since ``before``."""
+    found = []
+    for path in sorted(broker_files() - before):
+        payload = json.loads(path.read_text())
+        queue = path.name.split(".")[-2]
+        body = base64.b64decode(payload["body"]).decode()
+        found.append((queue, body, payload["headers"]) if with_headers else (queue, body))
+    return found
 
+
+def broker_files() -> set[Path]:
+    from django.conf import settings
+
+    return set(Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_out"]).glob("*.msg"))
+
+
+def test_smtp_mail_is_queued_for_the_housekeeping_worker_and_never_waits_for_the_server(silent_smtp, settings):
+    settings.EMAIL_TIMEOUT = 5  # a direct send would wait this long at least
+    before = broker_files()
+    started = time.monotonic()
+    assert mail.send_later("Scored", "Final 31.00", ["a@example.org"]) is True
+    assert time.monotonic() - started < 5
+    mails = queued_mails(before, with_headers=True)
+    assert [(queue, '"Scored"' in body) for queue, body, _ in mails] == [("housekeeping", True)]
+    assert mails[0][2]["timelimit"][0] == mail.time_limit() == 4 * 5 + 10  # a stuck send is ended
+
+
+@pytest.mark.django_db
+def test_account_mails_are_queued_too_so_a_sign_up_never_waits_for_the_server(client, silent_smtp, mailoutbox,
+                                                                              settings):
+    settings.EMAIL_TIMEOUT = 5  # sending the verification mail in the request would wait this long at least
+    assert client.get("/accounts/signup/").status_code == 200  # the site's modules are loaded before timing
+    before = broker_files()
+    started = time.monotonic()
+    phrase = "a long pass phrase 9"
+    response = client.post("/accounts/signup/", {"username": "ada", "email": "ada@example.org",
+                                                 "password1": phrase, "password2": phrase})
+    assert response.status_code == 302 and time.monotonic() - started < 5
+    mails = queued_mails(before)
+    assert [queue for queue, _ in mails] == ["housekeeping"] and "/accounts/confirm-email/" in mails[0][1]
+    assert mailoutbox == []
+
+
+@pytest.mark.django_db
+def test_the_scored_mail_leaves_the_scoring_worker_at_once_for_the_housekeeping_queue(owner, silent_smtp, settings):
+    from leaderboard import notifications
+
+    settings.EMAIL_TIMEOUT = 5  # sending from the worker would wait this long at least
+    evaluation = make_entry(owner, model_name="Mailed-VL", final=0.42, split="dev")
+    before = broker_files()
+    started = time.monotonic()
+    assert notifications.evaluation_finished(evaluation.pk) is True
+    assert time.monotonic() - started < 5
+    mails = queued_mails(before)
+    assert [queue for queue, _ in mails] == ["housekeeping"] and "Mailed-VL" in mails[0][1]
+
+
+def test_the_queued_mail_gives_up_on_a_silent_server_after_the_timeout_and_is_retried(silent_smtp):
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        mail.deliver.run("s", "b", ["a@example.org"])
+    assert time.monotonic() - started < 3 * 1 + 1  # bounded by EMAIL_TIMEOUT, not hanging
+    assert OSError in mail.deliver.autoretry_for
+
+
+def test_without_a_broker_the_mail_is_sent_directly_and_a_silent_server_only_costs_the_timeout(
+        silent_smtp, monkeypatch, caplog):
     def refuse(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    sent = []
     monkeypatch.setattr(mail.deliver, "apply_async", refuse)
-    monkeypatch.setattr(mail, "send_mail", lambda *args: sent.append(args) or 1)
-    assert mail.send_later("s", "b", ["a@example.org"]) is True and len(sent) == 1
+    started = time.monotonic()
+    assert mail.send_later("s", "b", ["a@example.org"]) is False
+    assert time.monotonic() - started < 3 and "could not send 's'" in caplog.text
 
 
 def test_the_error_tracker_is_on_only_with_a_dsn(tmp_path):
