@@ -211,6 +211,13 @@ _OFFICIAL_LLM = {
     "budget_tokens": (20_000_000, "Per job: a rubric call with two screenshots is a few thousand tokens."),
 }
 
+# Read by evaluator.agents.actions when the official judge's chosen element is acted on.
+_OFFICIAL_ACTIONS = {
+    "click_timeout_ms": (2000, "As iwr-det: an element covered by another fails with the interceptor named."),
+    "type_timeout_ms": (5000, "As iwr-det: wait for the chosen field to accept input."),
+    "scroll_min_px": (5.0, "Official rule: a scroll succeeds when scrollY moved more than 5 px."),
+}
+
 _OFFICIAL_LIMITS = {
     "action_timeout_s": (30, "The official judge gives each action 30 s, its grounding calls included."),
     "load_timeout_s": (15, "As iwr-det: loading a local page takes well under a second."),
@@ -277,7 +284,8 @@ PROTOCOLS: dict[str, Protocol] = {
         version="1",
         description="The paper's judge: LLM grounding agent and assertion judge, MLLM visual rubric, "
                     "EasyOCR and DINOv2 from operator-supplied weights. Needs an LLM endpoint.",
-        sections={"visual": _OFFICIAL_VISUAL, "llm": _OFFICIAL_LLM, "limits": _OFFICIAL_LIMITS},
+        sections={"visual": _OFFICIAL_VISUAL, "llm": _OFFICIAL_LLM, "limits": _OFFICIAL_LIMITS,
+                  "targeting": _OFFICIAL_ACTIONS},
         requires_llm=True,
     ),
 }
