@@ -223,9 +223,9 @@ _OFFICIAL_LIMITS = {
     "load_timeout_s": (15, "As iwr-det: loading a local page takes well under a second."),
     "task_timeout_s": (900, "Every action may wait for the judge (grounding, assertion) and every checkpoint for "
                             "the rubric and two CPU models (EasyOCR 4-6 s per image): 9 actions need minutes."),
-    "kill_grace_s": (5, "As iwr-det."),
-    "renderer_memory_mb": (2048, "As iwr-det."),
-    "js_heap_mb": (1024, "As iwr-det."),
+    "kill_grace_s": (5, "As iwr-det: a killed page's browser gets this long to recover before it is restarted."),
+    "renderer_memory_mb": (2048, "As iwr-det: renderers above this are a memory bomb and are killed."),
+    "js_heap_mb": (1024, "As iwr-det: V8 heap cap per renderer, so runaway allocation crashes the page early."),
     "job_timeout_s": (6 * 3600, "Official jobs get their own, longer limit: judge latency and CPU models."),
     "job_memory_mb_per_worker": (6144, "Each worker holds EasyOCR and DINOv2-base (about 2 GB with torch)."),
 }
