@@ -9,7 +9,6 @@ was judged (its requests reached the local endpoint with the key, through the re
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.browser import driver_settings
+from evaluator.dataset import load_dataset
+from evaluator.outputs import read_results
 from tests.evaluator import canary, fake_judge
 from tests.evaluator.test_canary import host_paths_a_job_must_not_see
 from tests.evaluator.test_official_replay import ASSERTIONS, VERDICTS, task_set
@@ -58,7 +59,8 @@ def test_an_official_job_holds_no_key_and_is_still_judged(tmp_path: Path):
     assert proc.returncode == 0, stderr.decode()[-3000:]
     assert seen.leaks == [], seen.summary()
     assert seen.sandboxed and seen.browsers and seen.browsers & seen.sandboxed, seen.summary()
-    results = json.loads((out / "results.json").read_text())
+    scored = [task for task in load_dataset(data).tasks if task.key == "a"]
+    results = read_results(out / "results.json", scored)  # passes the checks a worker applies
     assert results["tasks"]["a"]["final"] == pytest.approx(0.97)  # judged through the socket, as by hand
     assert results["judge"]["requests"] >= 5 and results["judge"]["complete"]
     assert all(r.headers["Authorization"] == f"Bearer {canary.SECRET_ENV['OPENAI_API_KEY']}" for r in judge.requests)

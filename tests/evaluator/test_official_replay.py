@@ -21,6 +21,7 @@ from tests.evaluator.test_replay import ACTIONS, GOOD_PAGE
 from tests.evaluator.test_runner import make_bundle
 
 pytestmark = pytest.mark.browser
+FIXED_MODELS = "tests.evaluator.fake_judge:FixedModels"
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-official-e2e-key-5d1c"
 # Each task asserts something of its own after its click, and the judge is scripted per assertion.
@@ -47,7 +48,7 @@ def score(tmp_path: Path, judge: ScriptedJudge, out: str, pages: dict | None = N
     data = task_set(tmp_path / "set")
     bundle = make_bundle(tmp_path / f"bundle-{out}", pages or dict.fromkeys(ASSERTIONS, GOOD_PAGE))
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "OPENAI_API_KEY": KEY,
-           "IWR_GENERATION_ALLOW_PLAIN_HTTP": "1", "IWR_OFFICIAL_VISUAL_FACTORY": "tests.evaluator.fake_judge:FixedModels",
+           "IWR_GENERATION_ALLOW_PLAIN_HTTP": "1", "IWR_OFFICIAL_VISUAL_FACTORY": FIXED_MODELS,
            **{k: v for k, v in os.environ.items() if k in ("IWR_CHROMIUM", "PLAYWRIGHT_BROWSERS_PATH")}}
     command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
                "--out", str(tmp_path / out), "--protocol", "iwr-official", "--judge-base-url", judge.base_url,
@@ -165,7 +166,7 @@ def test_unusable_configuration_exits_with_one_line_and_scores_nothing(tmp_path:
     command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
                "--out", str(tmp_path / "out"), "--protocol", "iwr-official", *args]
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "IWR_OFFICIAL_VISUAL_FACTORY": "tests.evaluator.fake_judge:FixedModels"})
+                          env={**os.environ, "IWR_OFFICIAL_VISUAL_FACTORY": FIXED_MODELS})
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], proc.stderr
