@@ -182,3 +182,41 @@ def test_a_refused_key_exits_with_what_to_set(tmp_path: Path):
     assert proc.returncode == 2 and results is None
     assert "set OPENAI_API_KEY to a valid key" in proc.stderr
     assert len(judge.requests) == 1
+
+
+class PointingJudge(ScriptedJudge):
+    """Gives no usable index, so the screenshot fallback runs; points at ``point`` (None: at nothing)."""
+
+    def __init__(self, point, **kwargs):
+        super().__init__(VERDICTS, **kwargs)
+        self.point = point
+
+    def answer(self, text: str) -> str:
+        if "interactive elements, numbered" in text:
+            return "I would rather not say."
+        if "The screenshot below" in text:
+            return json.dumps({"x": self.point[0], "y": self.point[1]}) if self.point else "No such element."
+        return super().answer(text)
+
+
+def test_the_screenshot_fallback_grounds_when_the_index_is_unusable(tmp_path: Path):
+    """An unusable index answer, then a point on the Start button (at about (30, 90) on the 640x400 page)."""
+    with PointingJudge((30, 90)) as judge:
+        proc, results = score(tmp_path, judge, "out", None, "--tasks", "a")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    click = results["tasks"]["a"]["steps"][1]
+    assert click["judge"]["grounding"] == "index unusable"
+    assert click["judge"]["grounding_fallback"] == {"x": 30.0, "y": 90.0}
+    assert click["executed"] and click["passed"]
+    screenshot_request = next(r for r in judge.requests if "The screenshot below" in r.text)
+    assert len(screenshot_request.images) == 1 and screenshot_request.images[0][0] == "image/png"
+
+
+def test_no_element_from_either_grounding_fails_the_step(tmp_path: Path):
+    """Neither an index nor a point: the step fails as the official agent's does; IFS 0."""
+    with PointingJudge(None) as judge:
+        proc, results = score(tmp_path, judge, "out", None, "--tasks", "a")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    task = results["tasks"]["a"]
+    assert task["ifs"] == 0.0 and task["error"] is None
+    assert task["steps"][1]["reason"] == "the judge found no element for the description"
