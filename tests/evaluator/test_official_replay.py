@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.evaluator.fake_endpoint import Reply
 from tests.evaluator.fake_judge import ScriptedJudge
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
 from tests.evaluator.test_replay import ACTIONS, GOOD_PAGE
@@ -175,8 +176,6 @@ def test_unusable_configuration_exits_with_one_line_and_scores_nothing(tmp_path:
 
 def test_a_refused_key_exits_with_what_to_set(tmp_path: Path):
     """The endpoint answers 401: exit 2 naming the key variable, nothing scored."""
-    from tests.evaluator.fake_endpoint import Reply
-
     with ScriptedJudge(script=[Reply(401, {"error": {"message": "bad key"}})]) as judge:
         proc, results = score(tmp_path, judge, "out")
     assert proc.returncode == 2 and results is None
@@ -220,3 +219,38 @@ def test_no_element_from_either_grounding_fails_the_step(tmp_path: Path):
     task = results["tasks"]["a"]
     assert task["ifs"] == 0.0 and task["error"] is None
     assert task["steps"][1]["reason"] == "the judge found no element for the description"
+
+
+class FailingAssertions(ScriptedJudge):
+    """Answers everything but assertions, which get HTTP 500 on every attempt (no wait between them)."""
+
+    def _next_reply(self, recorded):
+        if "ASSERTION (trusted)" in recorded.text:
+            with self._lock:
+                self.requests.append(recorded)
+            return Reply(500, {"error": {"message": "overloaded"}}, headers={"Retry-After": "0"})
+        return super()._next_reply(recorded)
+
+
+def test_a_judge_that_keeps_failing_leaves_the_task_incomplete_not_scored(tmp_path: Path):
+    """After its retries the assertion has no answer: the task is incomplete with the judge error, never a pass."""
+    with FailingAssertions() as judge:
+        proc, results = score(tmp_path, judge, "out", None, "--tasks", "a")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    task = results["tasks"]["a"]
+    assert task["incomplete"] is True and task["final"] == 0.0
+    assert task["error"].startswith("judge error: judge endpoint: the endpoint failed with HTTP 500 on all 5")
+    assert results["judge"]["complete"] is False and results["judge"]["incomplete_tasks"] == ["a"]
+    assert results["judge"]["retries"] >= 4
+    assert sum("ASSERTION (trusted)" in r.text for r in judge.requests) == 5
+
+
+def test_the_budget_stops_the_job_with_the_reason(tmp_path: Path):
+    """A budget of 2 requests: the preflight and one grounding call; the next call is refused, the task incomplete."""
+    with ScriptedJudge(VERDICTS) as judge:
+        proc, results = score(tmp_path, judge, "out", None, "--tasks", "a", "--judge-budget-requests", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(judge.requests) == 2
+    task = results["tasks"]["a"]
+    assert task["incomplete"] and "budget of 2 requests is spent" in task["error"]
+    assert results["judge"]["refused_budget"] >= 1
