@@ -14,6 +14,7 @@ and the runner marks the task instead of scoring it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import logging
 import math
@@ -27,6 +28,7 @@ from evaluator.official.client import JudgeUnavailable, RelayClient
 log = logging.getLogger("evaluator.official.judge")
 
 RAW_CHARS = 600  # raw answers kept per step: enough to read the verdict, not a transcript
+READINGS_KEPT = 256  # pictures whose OCR text and embedding a worker keeps (a few KB each)
 
 
 class OfficialJudge:
@@ -38,6 +40,7 @@ class OfficialJudge:
         self.visual_models = visual_models
         self.max_candidates = max_candidates
         self.error: str | None = None
+        self._readings: dict[str, tuple[str, list]] = {}
 
     @classmethod
     def from_settings(cls, settings: dict) -> OfficialJudge:
@@ -150,14 +153,24 @@ class OfficialJudge:
                 "cached": record["calls"][0]["cached"]}
 
     def _low_level(self, reference: Path, generated: Path) -> tuple[float, float]:
-        from PIL import Image
-
         from evaluator.metrics.ocr import ocr_similarity
 
-        models = self.visual_models
-        ref, gen = (Image.open(io.BytesIO(Path(p).read_bytes())).convert("RGB") for p in (reference, generated))
-        ocr = ocr_similarity(models.text(ref).lower(), models.text(gen).lower())
-        return float(ocr), cosine01(models.embedding(ref), models.embedding(gen))
+        (ref_text, ref_vector), (gen_text, gen_vector) = self._read(reference), self._read(generated)
+        return float(ocr_similarity(ref_text.lower(), gen_text.lower())), cosine01(ref_vector, gen_vector)
+
+    def _read(self, picture: Path) -> tuple[str, list]:
+        """OCR text and embedding of a picture, kept by its bytes' hash: a reference checkpoint, or a screen
+        that did not change, is read once per worker (EasyOCR takes seconds per picture on a CPU)."""
+        from PIL import Image
+
+        data = Path(picture).read_bytes()
+        key = hashlib.sha256(data).hexdigest()
+        if key not in self._readings:
+            image = Image.open(io.BytesIO(data)).convert("RGB")
+            if len(self._readings) >= READINGS_KEPT:
+                self._readings.pop(next(iter(self._readings)))
+            self._readings[key] = (self.visual_models.text(image), list(self.visual_models.embedding(image)))
+        return self._readings[key]
 
 
 def cosine01(a, b) -> float:

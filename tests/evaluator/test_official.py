@@ -253,3 +253,40 @@ def test_weights_are_checked_against_pinned_sums(tmp_path: Path):
     sums = tmp_path / "SHA256SUMS"
     sums.write_text(f"{good['config.json']}  config.json\n")
     assert read_sums_file(sums) == good
+
+
+class CountingModels:
+    """Reads text as the picture's size and counts how often it is asked (stand-in for EasyOCR and DINOv2)."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def text(self, image) -> str:
+        self.reads += 1
+        return f"{image.width}x{image.height}"
+
+    def embedding(self, image) -> list[float]:
+        return [float(image.width), float(image.height)]
+
+
+def test_a_checkpoint_is_scored_from_the_rubric_and_the_models_reading_each_picture_once(tmp_path: Path):
+    """Rubric 50/100 -> high 0.5; same-size pictures -> OCR 1, DINO 1; the shared reference is read once."""
+    from PIL import Image
+
+    from evaluator.official.judge import OfficialJudge
+
+    pictures = {}
+    for name, size, colour in (("ref", (64, 40), "white"), ("gen1", (64, 40), "red"), ("gen2", (64, 40), "blue")):
+        pictures[name] = tmp_path / f"{name}.png"
+        Image.new("RGB", size, colour).save(pictures[name])
+    models = CountingModels()
+    with FakeEndpoint([Reply(body=completion("Fair.\nScore: 50/100")),
+                       Reply(body=completion("no idea"))]) as server, Relay(endpoint(server)) as relay:
+        relay.serve(tmp_path / "sock")
+        judge = OfficialJudge(RelayClient(relay.socket_path), "judge-1", visual_models=models)
+        first = judge.score_checkpoint(pictures["ref"], pictures["gen1"])
+        second = judge.score_checkpoint(pictures["ref"], pictures["gen2"])
+    assert (first["ocr"], first["dino"], first["low_level"], first["high_level"]) == (1.0, 1.0, 1.0, 0.5)
+    assert (second["high_level"], second["quirk"]) == (0.0, answers.QUIRK_RUBRIC)
+    assert models.reads == 3
+    assert len(server.requests[0].images) == 2
