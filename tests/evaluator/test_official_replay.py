@@ -95,6 +95,7 @@ def test_the_judge_record_names_host_models_counts_and_quirks(scored):
     _proc, results = scored["first"]
     judge = results["judge"]
     assert judge["host"] == "127.0.0.1" and judge["models"] == {"judge": "judge-1", "grounding": "grounder-1"}
+    assert judge["visual_models"] == {"factory": FIXED_MODELS}
     assert judge["requests"] == scored["asked"][0] and judge["complete"]
     # The three tasks share their page: the same grounding list (Click, Type) and the same screenshots are
     # asked about once; only the three assertion texts differ. Screens: initial, after the click, after the scroll.
