@@ -31,7 +31,8 @@ from typing import Any
 
 from evaluator import scoring
 
-TOP_LEVEL = {"protocol", "evaluator_version", "ocr_engine", "browser", "tasks", "summary"}
+TOP_LEVEL = {"protocol", "evaluator_version", "ocr_engine", "browser", "tasks", "summary", "judge"}
+OBJECT_FIELDS = {"tasks", "summary", "judge"}  # the judge record of protocol iwr-official (evaluator.official.record)
 SCORE_FIELDS = scoring.SCORE_KEYS
 TASK_REQUIRED = {*SCORE_FIELDS, "steps_passed", "steps_total", "steps", "error"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -83,9 +84,11 @@ def check_results(document: Any, tasks: Iterable[Any], limits: OutputLimits = Ou
     if unknown or not {"tasks", "summary"} <= set(document):
         raise OutputError("schema", f"results.json fields {sorted(document)} (expected {sorted(TOP_LEVEL)})")
     _check_tree(document, limits, "results.json")
-    for name in TOP_LEVEL - {"tasks", "summary"}:
+    for name in TOP_LEVEL - OBJECT_FIELDS:
         if name in document and not isinstance(document[name], str):
             raise OutputError("schema", f"field {name!r} is not a string")
+    if "judge" in document and not isinstance(document["judge"], dict):
+        raise OutputError("schema", "field 'judge' is not an object")
     results = document["tasks"]
     if not isinstance(results, dict):
         raise OutputError("schema", "field 'tasks' is not an object")

@@ -189,8 +189,9 @@ _DET_VISUAL = {
 }
 
 # ---------------------------------------------------------------------------
-# iwr-official: the paper's judge through an OpenAI-compatible endpoint. Its
-# implementation comes later; it is registered now so stored scores can be labelled.
+# iwr-official: the paper's judge through an OpenAI-compatible endpoint (evaluator.official):
+# LLM grounding, assertion judge and visual rubric through the judge relay, EasyOCR and DINOv2
+# from the optional environment. Also the label of the paper's own published results.
 # ---------------------------------------------------------------------------
 
 _OFFICIAL_VISUAL = {
@@ -205,10 +206,28 @@ _OFFICIAL_LLM = {
     "temperature": (0, "The official judge calls every model at temperature 0."),
     "unparseable_visual": (0, "Official quirk: an unparseable rubric answer scores 0."),
     "unparseable_assertion": ("pass", "Official quirk: an unparseable assertion answer counts as a pass."),
+    "budget_requests": (5000, "Per job: 113 tasks x about 9 actions need about 2,000 calls (grounding, assertion, "
+                              "rubric); past 5,000 a job is running away and stops with that reason."),
+    "budget_tokens": (20_000_000, "Per job: a rubric call with two screenshots is a few thousand tokens."),
+}
+
+# Read by evaluator.agents.actions when the official judge's chosen element is acted on.
+_OFFICIAL_ACTIONS = {
+    "click_timeout_ms": (2000, "As iwr-det: an element covered by another fails with the interceptor named."),
+    "type_timeout_ms": (5000, "As iwr-det: wait for the chosen field to accept input."),
+    "scroll_min_px": (5.0, "Official rule: a scroll succeeds when scrollY moved more than 5 px."),
 }
 
 _OFFICIAL_LIMITS = {
-    "action_timeout_s": (30, "The official judge gives each action 30 s."),
+    "action_timeout_s": (30, "The official judge gives each action 30 s, its grounding calls included."),
+    "load_timeout_s": (15, "As iwr-det: loading a local page takes well under a second."),
+    "task_timeout_s": (900, "Every action may wait for the judge (grounding, assertion) and every checkpoint for "
+                            "the rubric and two CPU models (EasyOCR 4-6 s per image): 9 actions need minutes."),
+    "kill_grace_s": (5, "As iwr-det: a killed page's browser gets this long to recover before it is restarted."),
+    "renderer_memory_mb": (2048, "As iwr-det: renderers above this are a memory bomb and are killed."),
+    "js_heap_mb": (1024, "As iwr-det: V8 heap cap per renderer, so runaway allocation crashes the page early."),
+    "job_timeout_s": (6 * 3600, "Official jobs get their own, longer limit: judge latency and CPU models."),
+    "job_memory_mb_per_worker": (6144, "Each worker holds EasyOCR and DINOv2-base (about 2 GB with torch)."),
 }
 
 
@@ -265,7 +284,8 @@ PROTOCOLS: dict[str, Protocol] = {
         version="1",
         description="The paper's judge: LLM grounding agent and assertion judge, MLLM visual rubric, "
                     "EasyOCR and DINOv2 from operator-supplied weights. Needs an LLM endpoint.",
-        sections={"visual": _OFFICIAL_VISUAL, "llm": _OFFICIAL_LLM, "limits": _OFFICIAL_LIMITS},
+        sections={"visual": _OFFICIAL_VISUAL, "llm": _OFFICIAL_LLM, "limits": _OFFICIAL_LIMITS,
+                  "targeting": _OFFICIAL_ACTIONS},
         requires_llm=True,
     ),
 }

@@ -152,6 +152,9 @@ class TaskRun:
     # When a list is given, video conversions are left running and their handles appended here:
     # the caller finishes them later (finish_video_conversion) while the next task runs.
     pending_videos: list | None = None
+    # Protocol iwr-official: the LLM judge (evaluator.official.judge.OfficialJudge) that grounds actions,
+    # judges assertions and scores checkpoints where the deterministic parts do otherwise.
+    official: object | None = None
 
 
 def replay_task(browser: Browser, run: TaskRun) -> dict:
@@ -296,9 +299,16 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
 
     step = _step_record(k, action)
     begin = time.monotonic()
+    official = run.official
     try:
+        if official is not None:  # a missing Type text or Press key, inferred by the judge (no page involved)
+            action = official.complete_action(action, step)
         with watchdog.guard(seconds):
-            target = find_target(JsonPage(session.page), action, run.params) if action.type in TARGETED else None
+            if official is not None:
+                target = official.find_target(session.page, action, step, run.task.width, run.task.height) \
+                    if action.type in TARGETED else None
+            else:
+                target = find_target(JsonPage(session.page), action, run.params) if action.type in TARGETED else None
             step.update(_target_record(target))
             executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
@@ -311,7 +321,8 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
         step["executed"] = False
         step["reason"] = _failure_reason(None, watchdog, session)
     if step["executed"] and action.logical_assertion:
-        step["assertion"] = _judge(run, k, action, before, step["_state"])
+        step["assertion"] = _judge(run, k, action, before, step["_state"]) if official is None else \
+            _official_judge(run, k, action, step)
     step["passed"] = bool(step["executed"]) and (step["assertion"] is None or step["assertion"]["passed"])
     step["elapsed_ms"] = int((time.monotonic() - begin) * 1000)
     return step
@@ -332,6 +343,15 @@ def _judge(run: TaskRun, k: int, action, before, after) -> dict:
     evidence = {key: value for key, value in (verdict.evidence or {}).items() if key not in HELD_OUT_KEYS}
     return {"passed": bool(verdict.passed), "reason": getattr(verdict, "reason", ""),
             "evidence": _jsonable(evidence)}
+
+
+def _official_judge(run: TaskRun, k: int, action, step: dict) -> dict:
+    """The LLM judge's verdict on the screenshots before (step k-1, which passed) and after action k."""
+    try:
+        return run.official.judge_assertion(action.logical_assertion, run.out_dir / STEP_SHOT.format(k=k - 1),
+                                            run.out_dir / step["screenshot"], step)
+    except Exception as exc:  # no answer: the step fails here and the runner marks the task incomplete
+        return {"passed": False, "reason": f"judge error: {str(exc)[:200]}", "evidence": {}}
 
 
 def _reference_delta(run: TaskRun, k: int):
@@ -475,6 +495,9 @@ def _counts_visually(step: dict) -> bool:
 
 def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> dict:
     from evaluator.metrics import load_image
+
+    if run.official is not None:
+        return run.official.score_checkpoint(ref, gen)
     from evaluator.metrics.checkpoint import score_checkpoint
 
     ref_blocks = _reference_blocks(run.task, ref)

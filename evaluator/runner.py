@@ -58,6 +58,9 @@ class Job:
     ocr_cache_dir: str | None = None
     record_video: bool = True
     limits_override: dict = field(default_factory=dict)
+    # Protocol iwr-official: the judge relay's socket, the model ids and the visual models' settings
+    # (evaluator.official.config; plain data, never a key).
+    official: dict | None = None
 
 
 # --------------------------------------------------------------------------- entry point
@@ -65,16 +68,18 @@ class Job:
 
 def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-det", workers: int | None = None,
           progress: Callable[[dict], None] | None = None, ocr_cache_dir=None, record_video: bool = True,
-          limits: dict | None = None) -> dict:
+          limits: dict | None = None, official: dict | None = None, judge_stats=None) -> dict:
     """Score ``bundle_path`` on the tasks of ``data_path``; write OUT/results.json and return it.
 
-    Raises JobError (one line) when the inputs cannot be used.
+    Raises JobError (one line) when the inputs cannot be used. ``official``: the judge settings protocol
+    iwr-official needs (see evaluator.official.config); ``judge_stats``: a callable giving the relay's
+    counters, when the relay runs in this process.
     """
     from evaluator import __version__
 
     started = time.monotonic()
     out_dir = Path(out_dir)
-    proto = _protocol(protocol)
+    proto = _protocol(protocol, configured=official is not None)
     dataset, tasks = _tasks(Path(data_path), task_keys)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "progress.jsonl").write_text("")
@@ -82,7 +87,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
     try:
         job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.full_name,
                   {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
-                  record_video, dict(limits or {}))
+                  record_video, dict(limits or {}), official)
         workers = _worker_count(workers, len(tasks))
         results, engines = _run_all(job, tasks, workers, progress)
     finally:
@@ -93,26 +98,30 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
                 "ocr_engine": engines.get("ocr_engine") or _ocr_engine(),
                 "browser": engines.get("browser") or _browser(),
                 "tasks": ordered, "summary": _summary(ordered, tasks)}
+    if official is not None:
+        from evaluator.official.record import judge_record
+
+        document["judge"] = judge_record(official, ordered, judge_stats() if judge_stats else None)
     _write_json(out_dir / "results.json", document)
     _write_json(out_dir / "job.json", _job_info(bundle, dataset, workers, started))
     return document
 
 
-def check_protocol(name: str):
+def check_protocol(name: str, configured: bool = False):
     """The protocol called ``name`` if this evaluator can score with it; JobError otherwise."""
-    return _protocol(name)
+    return _protocol(name, configured)
 
 
-def _protocol(name: str):
+def _protocol(name: str, configured: bool = False):
     from evaluator.protocols import get_protocol
 
     try:
         proto = get_protocol(name)
     except ValueError as exc:
         raise JobError(str(exc)) from None
-    if proto.requires_llm:
-        raise JobError(f"protocol {proto.full_name} needs an LLM endpoint, which this evaluator does not "
-                       f"configure yet; use iwr-det")
+    if proto.requires_llm and not configured:
+        raise JobError(f"protocol {proto.full_name} needs a judge endpoint: set --judge-base-url URL and "
+                       f"--judge-model ID")
     return proto
 
 
@@ -447,7 +456,12 @@ class _Worker:
         self.cache = OcrCache()  # generated screenshots: this worker's memory only
         self.reference_cache = OcrCache(directory=job.ocr_cache_dir) if job.ocr_cache_dir else None
         self.videos: list = []  # conversions still running while the next task replays
-        self.ocr_engine = _ocr_engine()
+        self.official = None
+        if job.official:
+            from evaluator.official.judge import OfficialJudge
+
+            self.official = OfficialJudge.from_settings(job.official)
+        self.ocr_engine = "easyocr (official)" if self.official else _ocr_engine()
 
     def serve(self, browser, inbox, outbox, index: int) -> bool:
         """Run tasks until told to stop (False) or the browser died (True: relaunch)."""
@@ -471,12 +485,19 @@ class _Worker:
         run = TaskRun(task, Path(self.job.pages[key]), self.job.out_dir / "tasks" / key, self.params,
                       self.dataset.numbering, cache=self.cache, reference_cache=self.reference_cache,
                       record_video=self.job.record_video,
-                      pending_videos=self.videos)
+                      pending_videos=self.videos, official=self.official)
+        if self.official is not None:
+            self.official.start_task()
         try:
-            return replay_task(browser, run)
+            result = replay_task(browser, run)
         except Exception as exc:  # a bug or broken input must cost this task only, not the run
             log.exception("task %s failed", key)
             return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
+        if self.official is not None and self.official.error:
+            from evaluator.official.record import incomplete
+
+            return incomplete(result, self.official.error)
+        return result
 
 
 def _warm_up() -> None:

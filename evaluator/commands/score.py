@@ -47,12 +47,46 @@ def register(subparsers) -> None:
     parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
     parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
     parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
+    _official_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def _official_arguments(parser) -> None:
+    group = parser.add_argument_group("protocol iwr-official (the paper's LLM judge)")
+    group.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible API (…/v1)")
+    group.add_argument("--judge-model", default=None, help="model id of the assertion judge and visual rubric")
+    group.add_argument("--grounding-model", default=None, help="model id of the grounding agent (default: the judge)")
+    group.add_argument("--judge-key-env", default="OPENAI_API_KEY",
+                       help="environment variable holding the judge's key (default OPENAI_API_KEY); the key stays "
+                            "in the judge relay, outside the job's sandbox")
+    group.add_argument("--official-weights", type=Path, default=None, help="folder of the DINOv2-base weights")
+    group.add_argument("--official-weights-sha256", type=Path, default=None,
+                       help="sha256sum-style file pinning the weights' files (when this evaluator pins none)")
+    group.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the visual models run")
+    group.add_argument("--judge-cache", type=Path, default=None,
+                       help="folder keeping judge answers between runs (default: ~/.cache/iwr-bench/judge)")
+    group.add_argument("--judge-budget-requests", type=int, default=None, help="judge requests one job may make")
+    group.add_argument("--judge-budget-tokens", type=int, default=None, help="judge tokens one job may use")
+    # Set by the launcher for the sandboxed job: where the relay listens and the visual models' settings.
+    group.add_argument("--judge-socket", default=None, help=argparse.SUPPRESS)
+    group.add_argument("--official-visual", default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     _check_inputs(args)
+    if _is_official(args.protocol) and not args.judge_socket:
+        from evaluator.official.launch import run_official
+
+        return run_official(args, _run_protocol_job)
+    return _run_protocol_job(args)
+
+
+def _is_official(name: str) -> bool:
+    return name == "iwr-official" or name.startswith("iwr-official-")
+
+
+def _run_protocol_job(args: argparse.Namespace) -> int:
     from evaluator import sandbox
 
     if sandbox.inside_sandbox() or args.sandbox == "none" and sandbox.unsandboxed_allowed(args.allow_unsandboxed):
@@ -88,7 +122,8 @@ def _score_here(args: argparse.Namespace) -> int:
     try:
         results = score(args.data, args.bundle, args.out, task_keys=_task_keys(args), protocol=args.protocol,
                         workers=args.workers, ocr_cache_dir=args.ocr_cache, record_video=not args.no_video,
-                        progress=_print_progress)
+                        progress=_print_progress, official=_official_job(args),
+                        judge_stats=getattr(args, "judge_stats", None))
     except JobError as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:  # the machine, not the input: nothing scored, exit 1 (retryable)
@@ -98,6 +133,19 @@ def _score_here(args: argparse.Namespace) -> int:
     summary = results["summary"]
     print(json.dumps({k: summary.get(k) for k in ("final", "ifs", "vfs", "n_tasks")}))
     return 0
+
+
+def _official_job(args: argparse.Namespace) -> dict | None:
+    """The judge settings of the job (socket, model ids, visual models), when scoring iwr-official."""
+    if not args.judge_socket:
+        return None
+    from urllib.parse import urlsplit
+
+    return {"socket": args.judge_socket, "judge_model": args.judge_model,
+            "grounding_model": args.grounding_model or args.judge_model,
+            "host": urlsplit(args.judge_base_url or "").hostname or "",
+            "models": {"judge": args.judge_model, "grounding": args.grounding_model or args.judge_model},
+            "visual": json.loads(args.official_visual or "{}")}
 
 
 def _print_bundle_notes(job_json: Path) -> None:
@@ -182,7 +230,7 @@ def _precheck(args: argparse.Namespace) -> None:
     from evaluator.runner import JobError, check_protocol
 
     try:
-        check_protocol(args.protocol)
+        check_protocol(args.protocol, configured=bool(args.judge_socket))
         dataset = load_dataset(args.data)
     except (JobError, DatasetError) as exc:
         raise UsageError(str(exc)) from None
@@ -208,6 +256,11 @@ def _inner_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--ocr-cache", str(args.ocr_cache.resolve())]
     if args.no_video:
         argv.append("--no-video")
+    if args.judge_socket:  # the relay's socket and the public settings; never the key
+        argv += ["--judge-socket", args.judge_socket, "--judge-base-url", args.judge_base_url,
+                 "--judge-model", args.judge_model, "--official-visual", args.official_visual]
+        if args.grounding_model:
+            argv += ["--grounding-model", args.grounding_model]
     return argv
 
 
@@ -216,7 +269,15 @@ def _inputs(args: argparse.Namespace) -> list[Path]:
     and the real folders of task folders that are symbolic links (a task set made of links to another one's
     tasks): the sandbox shows only the paths it binds, so a link would otherwise point at nothing."""
     cache = [args.ocr_cache.resolve()] if args.ocr_cache else []
-    return [args.data.resolve().parent, args.bundle.resolve(), *cache, *_linked_task_folders(args)]
+    judge = [Path(args.judge_socket).parent] if args.judge_socket else []  # the relay's socket, nothing else
+    weights = _official_weights(args)
+    return [args.data.resolve().parent, args.bundle.resolve(), *cache, *judge, *weights,
+            *_linked_task_folders(args)]
+
+
+def _official_weights(args: argparse.Namespace) -> list[Path]:
+    visual = json.loads(args.official_visual or "{}") if args.judge_socket else {}
+    return [Path(visual["weights"]).resolve()] if visual.get("weights") else []
 
 
 def _linked_task_folders(args: argparse.Namespace) -> list[Path]:
