@@ -9,10 +9,11 @@
   Playwright drivers, every Chromium process) is sampled.
 - **upload**: the site under gunicorn (one sync worker, production settings, SQLite in a
   temporary data folder, the sample's dev tasks imported), a verified researcher posting a bundle
-  of ``--sizes`` MB (just under, for the 200 MB limit) to ``/api/v1/submissions/`` with an API token, streamed from disk. The bundle
-  is a stored (uncompressed) zip holding one task's page and one asset of random bytes, so the
-  intake reads every byte. The gunicorn tree (master and worker) is sampled from the first byte
-  sent to the answer; its resident size before the upload is reported too.
+  of ``--sizes`` MB (just under: the limit is 200 MB) to ``/api/v1/submissions/`` with an API
+  token, streamed from disk. The bundle is a stored (uncompressed) zip holding one task's page
+  and one asset of random bytes, so the intake reads every byte. The gunicorn tree (master and
+  worker) is sampled from the first byte sent to the answer; its size before the upload is
+  reported too.
 
 Every ``--interval`` seconds the sampler sums the resident set (RSS, from /proc/PID/statm) and the
 proportional set (PSS, /proc/PID/smaps_rollup: shared pages split between the processes sharing
