@@ -11,7 +11,7 @@
   temporary data folder, the sample's dev tasks imported), a verified researcher posting a bundle
   of ``--sizes`` MB (just under: the limit is 200 MB) to ``/api/v1/submissions/`` with an API
   token, streamed from disk. The bundle is a stored (uncompressed) zip holding one task's page
-  and one asset of random bytes, so the intake reads every byte. The gunicorn tree (master and
+  and assets of random bytes, so the intake reads every byte. The gunicorn tree (master and
   worker) is sampled from the first byte sent to the answer; its size before the upload is
   reported too.
 
@@ -41,6 +41,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+ASSET_BYTES = 16 * 2**20
 sys.path.insert(0, str(REPO / "bench" / "evaluator"))
 
 
@@ -182,10 +183,10 @@ def make_body(work: Path, key: str, megabytes: int) -> tuple[Path, str]:
     bundle = work / f"bundle-{megabytes}.zip"
     with zipfile.ZipFile(bundle, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(f"{key}/index.html", "<!doctype html><html><body><p>page</p></body></html>")
-        with archive.open(f"{key}/assets/noise.bin", "w", force_zip64=True) as blob:
-            for _ in range(megabytes - 1):
-                blob.write(os.urandom(2**20))
-            blob.write(os.urandom(2**20 - 64 * 1024))  # room for the zip's own records: under the 200 MB limit
+        left = megabytes * 2**20 - 64 * 1024  # room for the zip's own records: under the 200 MB limit
+        for part in range(0, left, ASSET_BYTES):  # assets of at most 16 MB (the limit per file is 20 MB)
+            with archive.open(f"{key}/assets/noise-{part // ASSET_BYTES:03d}.bin", "w") as blob:
+                blob.write(os.urandom(min(ASSET_BYTES, left - part)))
     boundary = "bench" + secrets.token_hex(12)
     body = work / f"body-{megabytes}.bin"
     fields = {"split": "dev", "protocol": "iwr-det", "model_name": f"Memory-{megabytes}MB", "public": "off"}

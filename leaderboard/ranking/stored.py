@@ -41,7 +41,8 @@ from leaderboard.ranking.query import CONFIDENCE, RANK_RESAMPLES, RANK_SEED, SEL
 
 log = logging.getLogger(__name__)
 
-_TUPLES = {name for name in ENTRY_FIELDS if name.endswith("_ci") or name == "rank_range"}
+_TUPLE_INDEXES = [i for i, name in enumerate(ENTRY_FIELDS) if name.endswith("_ci") or name == "rank_range"]
+_DATE_INDEX = ENTRY_FIELDS.index("date")
 # A stored board built by a release that shaped or ranked entries otherwise is stale: bump SHAPE
 # when the ranking rules change; the entry's fields and the bootstrap's constants count by themselves.
 SHAPE = 1
@@ -217,15 +218,15 @@ def encode_entries(entries: list[Entry]) -> str:
 
 
 def decode_entries(text: str) -> list[Entry]:
+    """:func:`encode_entries`'s entries back (positional: the row's format says the fields match)."""
     entries = []
     for values in json.loads(text or "[]"):
-        data = dict(zip(ENTRY_FIELDS, values, strict=True))
-        for name in _TUPLES:
-            if data[name] is not None:
-                data[name] = tuple(data[name])
-        if data["date"] is not None:
-            data["date"] = datetime.fromisoformat(data["date"])
-        entries.append(Entry(**data))
+        for index in _TUPLE_INDEXES:
+            if values[index] is not None:
+                values[index] = tuple(values[index])
+        if values[_DATE_INDEX] is not None:
+            values[_DATE_INDEX] = datetime.fromisoformat(values[_DATE_INDEX])
+        entries.append(Entry(*values))
     return entries
 
 
