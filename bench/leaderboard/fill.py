@@ -112,6 +112,9 @@ def fill(args) -> None:
             copy_rows(cursor.cursor, "leaderboard_taskresult", RESULT_COLUMNS, result_rows(scores, tasks))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
+    from leaderboard import ranking
+
+    ranking.boards_changed()  # as ``manage.py rank_boards`` after a bulk load: the boards are ranked and stored
     print(f"filled {args.submissions} scored submissions x {args.tasks} tasks from {args.researchers} researchers "
           f"({2 * args.researchers} models) in {time.monotonic() - started:.0f} s")
 

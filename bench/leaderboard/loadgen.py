@@ -8,10 +8,12 @@ Four conditions per path:
   another split or protocol is scored): the page is rebuilt from the database, while what
   depends only on the board's entries (its rank ranges) stays cached;
 - new-entry: before every request a new submission (113 task results, its per-task Finals
-  packed on the evaluation) is scored onto the board and the generation bumped, as the
-  pipeline does: the board, its rank ranges (a paired bootstrap over every entry) and the
-  page are all recomputed;
-- empty: the whole cache is cleared before every request (a fresh cache server).
+  packed on the evaluation) is scored onto the board and the worker's first post-scoring step
+  runs (``ranking.evaluation_finished``: the generation bumped, the board and its rank ranges
+  ranked again and stored), but not its warm-up of the default pages: the request reads the
+  stored board and renders the page;
+- empty: the whole cache is cleared before every request (a fresh cache server): the request
+  reads the stored board and renders the page.
 
 The cold conditions use one client. This process changes the database and bumps the
 generation through Django, so it needs the same settings (``DATABASE_URL``,
@@ -98,12 +100,13 @@ def cold(base: str, path: str, total: int, prepare) -> list[float]:
 
 
 NEW_ENTRY_PREFIX = "bench-new-entry-"
+RANKING_SECONDS: list[float] = []  # the worker's side of new-entry: ranking the boards after each scoring
 
 
 def score_new_entry() -> None:
     """Store a scored submission of a new model on the test board, then bump, as the pipeline does."""
     from evaluator.protocols import get_protocol
-    from leaderboard.cache import bump_generation
+    from leaderboard import ranking
     from leaderboard.models import Evaluation, Submission, Task, TaskResult
     from leaderboard.models.submissions import stored_task_finals
 
@@ -121,15 +124,17 @@ def score_new_entry() -> None:
         TaskResult(evaluation=evaluation, task_id=task, ifs=value, vfs=value, final=value, low_level=value,
                    high_level=value, steps_passed=1, steps_total=9) for task, value in zip(tasks, finals, strict=True))
     Evaluation.objects.filter(pk=evaluation.pk).update(task_finals=stored_task_finals(evaluation.pk))
-    bump_generation()
+    started = time.perf_counter()
+    ranking.evaluation_finished(evaluation.pk)  # what the worker's ``finished`` does first (not its page warm-up)
+    RANKING_SECONDS.append(time.perf_counter() - started)
 
 
 def remove_new_entries() -> None:
-    from leaderboard.cache import bump_generation
+    from leaderboard import ranking
     from leaderboard.models import Submission
 
     Submission.objects.filter(model_name__startswith=NEW_ENTRY_PREFIX).delete()
-    bump_generation()
+    ranking.boards_changed()
 
 
 def figures(latencies: list[float]) -> dict:
@@ -164,6 +169,11 @@ def main(argv=None) -> int:
     for path, conditions in results.items():
         for condition, row in conditions.items():
             print(f"{path:24} {condition:10} {row['n']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['max_ms']:>8}")
+    if RANKING_SECONDS:
+        row = figures(RANKING_SECONDS)
+        results["ranking-after-scoring"] = row
+        print(f"worker side of new-entry (ranking the board's selections and storing them): n {row['n']}, "
+              f"p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

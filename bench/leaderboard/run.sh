@@ -37,6 +37,9 @@ if [ "$FILL" = 1 ]; then
   echo "[bench] filling $DB"
   .venv/bin/python bench/leaderboard/fill.py --submissions "${BENCH_SUBMISSIONS:-10000}" \
     --tasks "${BENCH_TASKS:-113}" --researchers "${BENCH_RESEARCHERS:-500}"
+else
+  echo "[bench] ranking the stored boards (a database filled before they existed has none)"
+  .venv/bin/python manage.py rank_boards
 fi
 .venv/bin/python manage.py collectstatic --noinput -v0
 

@@ -3,10 +3,13 @@
 Rescoring adds an evaluation under the current version of each submission's protocol,
 queued behind users' submissions; earlier evaluations keep their scores, protocol and
 version. To rescore a whole split, filter the list by split, select all, run the action.
-Every verdict change moves the leaderboard cache generation on.
+Every verdict change (and every edit or deletion) ranks the boards it touches again and moves the
+leaderboard cache generation on (:func:`leaderboard.ranking.boards_changed`).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from django import forms
 from django.contrib import admin, messages
@@ -14,7 +17,7 @@ from django.contrib.admin import helpers
 from django.db import transaction
 from django.template.response import TemplateResponse
 
-from leaderboard.cache import bump_generation
+from leaderboard import ranking
 from leaderboard.intake import dispatch, evaluations
 from leaderboard.models import Evaluation, Submission, TaskResult
 
@@ -53,22 +56,34 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        transaction.on_commit(bump_generation)  # the admin saves in a transaction: readers must see the change first
+        # The admin saves in a transaction: readers must see the change first. Any field may have
+        # changed (the split too), so every board is ranked again.
+        transaction.on_commit(ranking.boards_changed)
+
+    def delete_model(self, request, obj):
+        pairs = ranking.pairs_of_submissions([obj.pk])
+        super().delete_model(request, obj)
+        transaction.on_commit(partial(ranking.boards_changed, pairs))
+
+    def delete_queryset(self, request, queryset):
+        pairs = ranking.pairs_of_submissions(queryset.values_list("pk", flat=True))
+        super().delete_queryset(request, queryset)
+        transaction.on_commit(partial(ranking.boards_changed, pairs))
 
     @admin.action(description="Mark as verified", permissions=["change"])
     def mark_verified(self, request, queryset):
-        self._verdict(request, queryset.update(verified=True), "verified")
+        self._verdict(request, queryset, queryset.update(verified=True), "verified")
 
     @admin.action(description="Remove the verified mark", permissions=["change"])
     def clear_verified(self, request, queryset):
-        self._verdict(request, queryset.update(verified=False), "no longer verified")
+        self._verdict(request, queryset, queryset.update(verified=False), "no longer verified")
 
     @admin.action(description="Flag (leaves the ranking; the reason is public)", permissions=["change"])
     def flag(self, request, queryset):
         form = FlagForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             count = queryset.update(flagged=True, flag_reason=form.cleaned_data["reason"])
-            self._verdict(request, count, "flagged")
+            self._verdict(request, queryset, count, "flagged")
             return None
         context = {**self.admin_site.each_context(request), "title": "Flag submissions", "form": form,
                    "queryset": queryset, "opts": self.model._meta,
@@ -77,7 +92,7 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Remove the flag", permissions=["change"])
     def clear_flag(self, request, queryset):
-        self._verdict(request, queryset.update(flagged=False, flag_reason=""), "unflagged")
+        self._verdict(request, queryset, queryset.update(flagged=False, flag_reason=""), "unflagged")
 
     @admin.action(description="Rescore under the current protocol version (queued behind users)",
                   permissions=["change"])
@@ -87,8 +102,8 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(queued)} rescore(s) queued; {skipped} skipped (no bundle, or already "
                                    "evaluated under the current version).", messages.SUCCESS)
 
-    def _verdict(self, request, count: int, what: str) -> None:
-        bump_generation()
+    def _verdict(self, request, queryset, count: int, what: str) -> None:
+        ranking.boards_changed(ranking.pairs_of_submissions(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"{count} submission(s) {what}.", messages.SUCCESS)
 
 

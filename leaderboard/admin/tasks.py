@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from leaderboard import access, tasksets
+from leaderboard import access, ranking, tasksets
 from leaderboard.models import Task, TaskSet
 from leaderboard.models.tasks import Split
 from leaderboard.views.tasks import file_response
@@ -152,12 +152,16 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Publish selected tasks", permissions=["change"])
     def publish(self, request, queryset):
+        splits = self._splits(queryset)
         count = queryset.update(status=Task.Status.PUBLISHED)
+        self._boards_changed(splits)
         self.message_user(request, f"{count} task(s) published.", messages.SUCCESS)
 
     @admin.action(description="Retire selected tasks", permissions=["change"])
     def retire(self, request, queryset):
+        splits = self._splits(queryset)
         count = queryset.update(status=Task.Status.RETIRED)
+        self._boards_changed(splits)
         self.message_user(request, f"{count} task(s) retired: they leave the public pages.", messages.SUCCESS)
 
     @admin.action(description="Move selected tasks to the dev split (makes their ground truth public)",
@@ -184,13 +188,24 @@ class TaskAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "leaderboard/tasks/admin_confirm_move.html", context)
 
     def _move(self, request, queryset, split: str) -> None:
-        moved = 0
+        moved, splits = 0, self._splits(queryset) | {split}
         for task in queryset.select_related("task_set"):
             try:
                 moved += tasksets.move_task(task, split)
             except tasksets.TaskImportError as exc:
                 self.message_user(request, f"{task}: {exc.problems[0]}", messages.ERROR)
+        self._boards_changed(splits)
         self.message_user(request, f"{moved} task(s) moved to {split}.", messages.SUCCESS)
+
+    @staticmethod
+    def _splits(queryset) -> set[str]:
+        return set(queryset.order_by().values_list("split", flat=True).distinct())
+
+    @staticmethod
+    def _boards_changed(splits: set[str]) -> None:
+        """The tasks a split is scored on changed: rank its boards again, stale every cached view."""
+        for split in sorted(splits):
+            ranking.boards_changed(split=split)
 
     @admin.action(description="Re-author selected tasks from their scripts", permissions=["change"])
     def reauthor(self, request, queryset):

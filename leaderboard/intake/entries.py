@@ -18,7 +18,7 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard import cache as board_cache
+from leaderboard import ranking
 from leaderboard.models import Submission
 
 EDITABLE = ("organisation", "model_size", "open_weights", "paper_url", "code_url", "description", "public")
@@ -94,6 +94,7 @@ class Changed:
 
 def save(form: EntryForm, user) -> Changed:
     """Store a valid form's changes, log them in the admin history and, when a board shows them,
+    rank the boards it is on again and
     bump the leaderboard generation after commit. Nothing changed: nothing is written."""
     submission = form.instance
     withdraw = form.cleaned_data.get("withdraw") and submission.withdrawn_at is None
@@ -109,5 +110,5 @@ def save(form: EntryForm, user) -> Changed:
         message = [{"changed": {"fields": labels}}]  # the admin's history shows it like its own edits
         LogEntry.objects.log_actions(user.pk, [submission], CHANGE, change_message=message, single_object=True)
         if changed.affects_boards:
-            transaction.on_commit(board_cache.bump_generation)
+            transaction.on_commit(lambda: ranking.boards_changed(ranking.pairs_of_submissions([submission.pk])))
     return changed

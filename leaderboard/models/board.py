@@ -33,3 +33,32 @@ class BoardGeneration(models.Model):
 
     def __str__(self) -> str:
         return f"generation {self.value}"
+
+
+class StoredBoard(models.Model):
+    """One leaderboard view (a split under one protocol version, one entry per model chosen the
+    ``selection`` way, no filter), ranked with its rank ranges and stored when something it shows
+    changed, so that a reader with an empty cache reads this row instead of ranking.
+
+    ``marks`` counts the changes announced for this board (each after its change committed);
+    ``built_marks`` is the count the stored entries were computed after. The row is current while
+    the two are equal: a change announced since makes it stale until the board is built again
+    (:mod:`leaderboard.ranking.stored`).
+    """
+
+    split = models.CharField(max_length=8)
+    protocol = models.CharField(max_length=40)
+    selection = models.CharField(max_length=8)
+    marks = models.PositiveBigIntegerField(default=0)
+    built_marks = models.BigIntegerField(default=-1)
+    format = models.CharField(max_length=24, blank=True, help_text="What the stored entries' shape was built as.")
+    entries = models.TextField(blank=True, help_text="The ranked entries, JSON (one list of values per entry).")
+    flagged = models.TextField(blank=True, help_text="The flagged entries, JSON.")
+    built_at = models.DateTimeField(null=True, blank=True)
+    build_ms = models.PositiveIntegerField(default=0, help_text="How long the last build took.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["split", "protocol", "selection"], name="one_stored_board")]
+
+    def __str__(self) -> str:
+        return f"{self.split} / {self.protocol} / {self.selection}"

@@ -18,11 +18,13 @@ reported results), optionally narrowed by filters. The rules:
   ``RANK_RESAMPLES`` resamples). Rows whose Final intervals overlap are tied.
 
 Everything computed here is cached under the leaderboard generation
-(:mod:`leaderboard.cache`), which scoring bumps whenever an evaluation finishes.
+(:mod:`leaderboard.cache`); each split's unfiltered board under each protocol version is also
+ranked whenever what it shows changes and stored (``stored``: call :func:`boards_changed` after
+every such change), so that even an empty cache reads it instead of ranking it.
 
 Modules: ``query`` (the view and shared constants), ``entries`` (what a board is made of and
-the percent formatter), ``board`` (which entries, ranks, ties, the cached board), ``confidence``
-(rank ranges), ``categories`` (per-category breakdowns). The names below are the package's
+the percent formatter), ``board`` (which entries, ranks, ties), ``stored`` (the stored and cached
+boards), ``confidence`` (rank ranges), ``categories`` (per-category breakdowns). The names below are the package's
 interface.
 """
 
@@ -35,7 +37,6 @@ from leaderboard.ranking.board import (
     build_entries,
     build_flagged,
     candidates,
-    leaderboard,
     model_entries,
     one_per_model,
     overlap,
@@ -80,14 +81,23 @@ from leaderboard.ranking.query import (
     resolve_protocol,
     scored_protocols,
 )
+from leaderboard.ranking.stored import (
+    boards_changed,
+    evaluation_finished,
+    is_stored,
+    leaderboard,
+    pairs_of_evaluations,
+    pairs_of_submissions,
+)
 
 __all__ = [
     "AXIS_LABELS", "CACHE_FORMAT", "CACHE_SECONDS", "CATEGORY_AXES", "CI_RESAMPLES", "CONFIDENCE", "DEFAULT_PROTOCOL",
     "DEFAULT_SPLIT", "ENTRY_FIELDS", "INTERVAL_FIELDS", "PAPER_PROTOCOL", "PAPER_SLUG", "RANK_RESAMPLES", "RANK_SEED",
     "SCORE_FIELDS", "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard",
-    "Query", "QueryError", "assign_ranks", "assign_ties", "build_entries", "build_flagged", "candidates",
-    "category_breakdown", "category_means", "category_scores", "category_scores_from_results", "competition_ranks",
-    "evaluation_categories", "labels_of", "leaderboard", "model_entries", "natural_key", "one_per_model", "overlap",
+    "Query", "QueryError", "assign_ranks", "assign_ties", "boards_changed", "build_entries", "build_flagged",
+    "candidates", "category_breakdown", "category_means", "category_scores", "category_scores_from_results",
+    "competition_ranks", "evaluation_categories", "evaluation_finished", "is_stored", "labels_of", "leaderboard",
+    "model_entries", "natural_key", "one_per_model", "overlap", "pairs_of_evaluations", "pairs_of_submissions",
     "parse_query", "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
-    "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors",
+    "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors"
 ]

@@ -1,21 +1,17 @@
-"""The rows of a leaderboard view: which evaluations, in what order, with ranks, rank ranges and ties."""
+"""The rows of a leaderboard view: which evaluations, in what order, with ranks, rank ranges and ties
+(ranked here; :mod:`leaderboard.ranking.stored` keeps and caches the boards)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
-from django.core.cache import cache
 from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import Coalesce, Lower, RowNumber
 
 from evaluator.scoring import competition_ranks, overlapping
-from leaderboard import cache as board_cache
-from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.ranking.confidence import rank_ranges
-from leaderboard.ranking.entries import Entry, Flagged, Leaderboard
+from leaderboard.ranking.entries import Entry, Flagged
 from leaderboard.ranking.query import Query
 
 Kind = Submission.Kind
@@ -167,23 +163,3 @@ def assign_ties(ranked: list[Entry]) -> None:
         if not entry.tied_with_previous:
             group += 1
         entry.tie_group = group
-
-
-# --------------------------------------------------------------------------- the cached board
-
-
-def leaderboard(query: Query) -> Leaderboard:
-    """The view's leaderboard, computed once per generation. A search keeps the whole view's ranks,
-    intervals and rank ranges and only leaves out the entries it does not match."""
-    if query.q:
-        whole = leaderboard(replace(query, q=""))
-        return replace(whole, query=query, entries=[e for e in whole.entries
-                                                    if query.matches(e.model_name, e.organisation)])
-    generation = get_generation()
-    key = board_cache.key("board", query.key(), generation=generation)
-    board = cache.get(key)
-    if board is None:
-        board = Leaderboard(query=query, entries=build_entries(query), flagged=build_flagged(query),
-                            generation=generation)
-        cache.set(key, board, CACHE_SECONDS)
-    return board

@@ -35,8 +35,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from evaluator.scoring import bootstrap_ci, effective_score
-from leaderboard import board_pages, notifications, quotas
-from leaderboard import cache as board_cache
+from leaderboard import board_pages, notifications, quotas, ranking
 from leaderboard.heldout import CHARGED_KINDS  # the submitter's doing; every other failure is refunded
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import SCORE_FIELDS, stored_task_finals
@@ -149,10 +148,12 @@ def give_up(evaluation: Evaluation, rows, reason: str, log_text: str = "") -> bo
 
 
 def finished(evaluation_id: int) -> None:
-    """After a scoring (or a failure) is committed: invalidate every cached leaderboard page, build
-    the most read ones again right away so the next reader does not pay for it, and tell the
-    submitter. The scoring is already stored: none of this may undo or fail it."""
-    steps = (("cache invalidation", board_cache.bump_generation), ("leaderboard warm-up", warm_leaderboard),
+    """After a scoring (or a failure) is committed: invalidate every cached leaderboard page (and rank
+    the evaluation's stored boards again), build the most read ones again right away so the next
+    reader does not pay for it, and tell the submitter. The scoring is already stored: none of this
+    may undo or fail it."""
+    steps = (("cache invalidation", partial(ranking.evaluation_finished, evaluation_id)),
+             ("leaderboard warm-up", warm_leaderboard),
              ("notification", partial(notifications.evaluation_finished, evaluation_id)))
     for name, step in steps:
         try:

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.cache import bump_generation
+from leaderboard import ranking
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.submissions import PAPER_PROTOCOL
 
@@ -107,5 +107,5 @@ class Command(BaseCommand):
         rows = read_rows(options["file"])
         with transaction.atomic():
             created = sum(store(row) for row in rows)
-        bump_generation()
+        ranking.boards_changed()
         self.stdout.write(f"paper results: {created} created, {len(rows) - created} updated")
