@@ -254,10 +254,12 @@ _DET3_ASSERTION = {
 
 _DET3_SETTLE = {
     **_DET_SETTLE,
-    "layout_stable": (False, "Off: finishing running animations and waiting for still boxes after the clock step "
-                             "(evaluator.page_session.settle_layout) did not make MixItUp's filter or Glider's "
-                             "scroll repeat on a busy machine (three runs gave three VFS values), and it moved "
-                             "captures away from the reference checkpoints, which were recorded without it."),
+    "layout_stable": (True, "After the clock step the page is not settled while finite animations or transitions "
+                            "still run (they run in real time, not on the page clock: they are finished, so their "
+                            "end and its handlers happen before the screenshot whatever the machine's load) or any "
+                            "element box moved between two frames (a sidebar transition resizing charts, a menu "
+                            "sliding in). Page time does not move meanwhile, so the state is the one an idle "
+                            "machine reaches in the same page time."),
     "layout_max_steps": (10, "Bound on the rounds of that wait (each two frames and a DOM quiet period): a page that "
                              "moves forever (an endless marquee) still gets its screenshot after the same rounds; "
                              "endless animations themselves are not counted as movement."),
@@ -341,7 +343,7 @@ PROTOCOLS: dict[str, Protocol] = {
         description="iwr-det-2 with the judge fixes of issue 14: glyph, picture and grid-position words in the "
                     "element finder, attribute and SVG labels; visible-state clauses checked on the named "
                     "element; state checks where the reference did not change; changes commensurate with the "
-                    "reference's (layout settling is available but off). No LLM, no model weights.",
+                    "reference's; settling until the layout holds still. No LLM, no model weights.",
         sections={"targeting": _DET3_TARGETING, "assertion": _DET3_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
