@@ -166,6 +166,52 @@ async (fontsMs) => {
 """
 SCREENSHOT_CLEANUP = "() => window.__iwrScreenshotCleanup && window.__iwrScreenshotCleanup()"
 
+# iwr-det-3 (settle.layout_stable): is the layout still moving? Finite CSS animations and
+# transitions still running are finished at once (what the screenshot's animations="disabled"
+# does anyway, but early enough that their end events and the handlers they start, such as a
+# chart resizing after a sidebar transition, run before page time moves on); then the boxes of
+# the first elements are compared across two animation frames. Returns whether anything ran or moved.
+LAYOUT_SCRIPT = r"""
+async ({maxElements}) => {
+  const n = window.__iwrNative;
+  if (!n) return {finished: 0, moved: 0};
+  let finished = 0;
+  const endless = [];  // targets of infinite animations (spinners, marquees): they move by design
+  try {
+    for (const a of document.getAnimations()) {
+      const timing = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
+      if (a.playState !== "running" || !timing) continue;
+      if (Number.isFinite(timing.endTime)) { a.finish(); finished++; }
+      else if (a.effect.target) endless.push(a.effect.target);
+    }
+  } catch (e) { /* a page that broke the Web Animations API is judged as it is */ }
+  const still = (el) => !endless.some((t) => t === el || t.contains(el));
+  const frame = () => new Promise(resolve => {
+    const t = n.setTimeout(resolve, 100);
+    n.raf(() => { n.clearTimeout(t); resolve(); });
+  });
+  const boxes = () => {
+    const out = [];
+    const all = document.body ? document.body.getElementsByTagName("*") : [];
+    for (let i = 0; i < all.length && out.length < maxElements; i++) {
+      if (endless.length && !still(all[i])) continue;
+      const r = all[i].getBoundingClientRect();
+      if (r.width || r.height) out.push([r.left, r.top, r.width, r.height]);
+    }
+    return out;
+  };
+  await frame();
+  const first = boxes();
+  await frame();
+  const second = boxes();
+  let moved = first.length !== second.length ? 1 : 0;
+  for (let i = 0; !moved && i < first.length; i++) {
+    if (first[i].some((v, j) => Math.abs(v - second[i][j]) > 0.5)) moved = 1;
+  }
+  return {finished, moved};
+}
+"""
+
 COUNTS_SCRIPT = "() => window.__iwrCounts ? Object.assign({}, window.__iwrCounts) : {}"
 
 # Runs a page function (or expression) and returns its value as JSON text: Playwright's own

@@ -27,6 +27,7 @@ from evaluator.page_scripts import (
     INIT_SCRIPT,
     JSON_RESULT_HEAD,
     JSON_RESULT_TAIL,
+    LAYOUT_SCRIPT,
     SCREENSHOT_CLEANUP,
     SCREENSHOT_PREPARE,
     SETTLE_SCRIPT,
@@ -232,7 +233,32 @@ class PageSession:
         """
         self.settle()
         self.advance_clock()
-        return self.settle()
+        result = self.settle()
+        if self.settle_params.get("layout_stable") and self.clock_enabled:
+            result["layout_steps"] = self.settle_layout()
+        return result
+
+    def settle_layout(self) -> int:
+        """iwr-det-3: wait, in animation frames, until no animation runs and no element box moves.
+
+        Running finite animations and transitions (which run in real time, not on the page clock)
+        are finished, so their end is reached and their end handlers run whatever the machine's
+        speed; then element boxes are compared over two frames. Page time does not move here: the
+        state captured is the one an idle machine reaches within the same page time. At most
+        ``layout_max_steps`` rounds, so a page that moves forever still gets its screenshot.
+        """
+        limit = int(self.settle_params["layout_max_steps"])
+        for rounds in range(limit + 1):
+            try:
+                state = self.page.evaluate(LAYOUT_SCRIPT, {"maxElements": 2000})
+            except Exception as exc:
+                if not _navigated(exc):
+                    raise
+                return rounds
+            if not (state.get("finished") or state.get("moved")) or rounds == limit:
+                return rounds
+            self.settle(frames=0)
+        return limit
 
     def advance_clock(self, ms: int | None = None) -> None:
         """Move page time forward in one fixed step, firing the timers due in it."""

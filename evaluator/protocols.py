@@ -189,6 +189,83 @@ _DET_VISUAL = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-3: iwr-det-2 plus the judge fixes of issue 14 (each a parameter; iwr-det-2 keeps them
+# off, so its stored scores stay what they are). Validated on the calibration corpus's tuning half,
+# measured on its held-out half (bench/README.md).
+# ---------------------------------------------------------------------------
+
+_DET3_TARGETING = {
+    **_DET_TARGETING,
+    "glyph_words": (True, "Icon-only controls are described by what they show: a glyph character ('the » arrow', "
+                          "'×') or a glyph word ('the right arrow', 'the three-bar icon', 'the magnifier'); these "
+                          "match a control whose own text is that glyph, or whose icon names, aria-label or classes "
+                          "say it (chevron-right, fa-bars), instead of scoring 0 on text."),
+    "picture_nouns": (True, "'The first photo', 'the logo', 'the thumbnail' name a picture, not a label: an element "
+                            "that shows an image (img, picture, svg, a CSS background image, or a link or button "
+                            "wrapping one) matches the picture noun as its text would."),
+    "grid_ordinals": (True, "'The middle tile of the second row', 'the third column': candidates are ranked by "
+                            "their laid-out rows and columns (centres within half a height share a row), not only "
+                            "in reading order."),
+    "attribute_labels": (True, "Labels held in attributes count as text: short data-* values (a square's name, a "
+                               "date, a seat number) and the text of SVG shapes, at 0.9 of a visible name so "
+                               "that a visible label still wins."),
+    "check_verbs": (True, "'Tick the checkbox next to Green': tick, untick, check and uncheck say what to do, not "
+                          "what the element is called; read as content words they made every candidate's text "
+                          "score 0."),
+}
+
+_DET3_ASSERTION = {
+    **_DET_ASSERTION,
+    "element_state": (True, "A visible-state clause ('X is now highlighted', 'the Next button is greyed out', "
+                            "'Green is no longer highlighted') is about the named element, not about text "
+                            "appearing: it holds when that element's state (classes, aria-current / selected / "
+                            "expanded / pressed, checked, disabled, colours) changed where the reference's pixels "
+                            "at its place changed, and stayed where they did not."),
+    "element_change_fraction": (0.005, "The reference changed an element's look when at least 0.5% of the pixels "
+                                       "of its box (padded by 4 px, at half scale) differ by more than "
+                                       "element_pixel_tolerance: a filter button's small inner square emptying "
+                                       "changes 1.8%, an unchanged element 0."),
+    "element_pixel_tolerance": (2, "A pixel of the element's box differs from a channel difference of 2: a highlight "
+                                   "may be a shade of the same colour (MixItUp's active button is #3f3f3f against "
+                                   "#444444, 5 levels), far below the page-wide tolerance of 24; screenshots are "
+                                   "lossless and two captures of the same state differ by 0."),
+    "reference_same_fraction": (0.0005, "The reference's two checkpoints count as the same below 0.05% of changed "
+                                        "pixels (page-wide tolerance): a highlight that moved from one button to "
+                                        "the next changes 0.1%, which is a change, though below "
+                                        "pixel_change_fraction (also where an assertion has nothing checkable "
+                                        "and the page's change is compared with the reference's)."),
+    "unchanged_reference_state": (True, "When the reference's two checkpoints are the same (Enter in a search box "
+                                        "that already filtered, a click on the open tab), a state assertion checks "
+                                        "the described state on the page instead of demanding a change; with nothing "
+                                        "checkable there is nothing to compare, and the step passes."),
+    "typed_text_not_evidence": (True, "The words a Type action enters are its input, not its effect: 'blue' typed "
+                                      "into a filter box is on the page because it was typed, so as a content "
+                                      "word (no quotes, no capitals) it is not a phrase to check; with nothing "
+                                      "else checkable, the page's change is compared with the reference's."),
+    "commensurate_change": (True, "A page whose text did not change and which did not scroll, and whose other "
+                                  "changes are invisible (URL fragment, focus, DOM) or tiny (a box ticked natively "
+                                  "while the reference filtered its grid), does not match a reference that "
+                                  "visibly changed a large part of its view (a jump to another section): the "
+                                  "step fails as 'page did not change' whatever phrases it already showed."),
+    "commensurate_ratio": (0.25, "The page's pixel change must reach a quarter of the reference's when the "
+                                 "reference changed more than 2% of its view; below that the views differ too "
+                                 "much in kind to be the same effect (a fragment jump moves the whole view)."),
+}
+
+_DET3_SETTLE = {
+    **_DET_SETTLE,
+    "layout_stable": (True, "After the clock step the page is not settled while finite animations or transitions "
+                            "still run (they run in real time, not on the page clock: they are finished, so their "
+                            "end and its handlers happen before the screenshot whatever the machine's load) or any "
+                            "element box moved between two frames (a sidebar transition resizing charts, a menu "
+                            "sliding in). Page time does not move meanwhile, so the state is the one an idle "
+                            "machine reaches in the same page time."),
+    "layout_max_steps": (10, "Bound on the rounds of that wait (each two frames and a DOM quiet period): a page that "
+                             "moves forever (an endless marquee) still gets its screenshot after the same rounds; "
+                             "endless animations themselves are not counted as movement."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-official: the paper's judge through an OpenAI-compatible endpoint (evaluator.official):
 # LLM grounding, assertion judge and visual rubric through the judge relay, EasyOCR and DINOv2
 # from the optional environment. Also the label of the paper's own published results.
@@ -277,6 +354,16 @@ PROTOCOLS: dict[str, Protocol] = {
                     "Tesseract OCR, a content-weighted global similarity and a block comparison weighted like "
                     "the official rubric. No LLM, no model weights.",
         sections={"targeting": _DET_TARGETING, "assertion": _DET_ASSERTION, "settle": _DET_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET_VISUAL},
+    ),
+    "iwr-det-3": Protocol(
+        name="iwr-det",
+        version="3",
+        description="iwr-det-2 with the judge fixes of issue 14: glyph, picture and grid-position words in the "
+                    "element finder, attribute and SVG labels; visible-state clauses checked on the named "
+                    "element; state checks where the reference did not change; changes commensurate with the "
+                    "reference's; settling until the layout holds still. No LLM, no model weights.",
+        sections={"targeting": _DET3_TARGETING, "assertion": _DET3_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
     "iwr-official": Protocol(

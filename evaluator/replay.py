@@ -279,7 +279,7 @@ def _load_step(session, run: TaskRun, limits: ReplayLimits, watchdog: Watchdog) 
         with watchdog.guard(limits.load_timeout_s):
             session.goto("/", timeout_ms=int((limits.load_timeout_s + limits.kill_grace_s) * 1000))
             step["screenshot"] = _shot(session, run.out_dir, 0)
-            step["_state"] = _capture(session, run.out_dir / STEP_SHOT.format(k=0))
+            step["_state"] = _capture(session, run.out_dir / STEP_SHOT.format(k=0), run.params)
             step["_blocks"] = step["_state"].blocks
         step.update(executed=True, passed=True, reason="loaded", startup_steps=session.startup_steps)
     except Exception as exc:  # no screenshot of a page that did not load: the task counts 0 anyway
@@ -329,9 +329,11 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
 
 
 def _after_action(session, run: TaskRun, k: int, step: dict) -> None:
-    session.after_action()
+    settled = session.after_action() or {}
+    if "layout_steps" in settled:  # iwr-det-3: how long the layout took to hold still (page-time steps)
+        step["layout_steps"] = settled["layout_steps"]
     step["screenshot"] = _shot(session, run.out_dir, k)
-    after = _capture(session, run.out_dir / step["screenshot"])
+    after = _capture(session, run.out_dir / step["screenshot"], run.params)
     step["_state"] = after
     step["_blocks"] = after.blocks
 
@@ -383,11 +385,13 @@ def _target_record(target) -> dict:
             "ambiguous": bool(getattr(target, "ambiguous", False))}
 
 
-def _capture(session, screenshot: Path):
-    """The page state the assertion judge compares (DOM text, blocks, focus, values, screenshot)."""
+def _capture(session, screenshot: Path, params: dict | None = None):
+    """The page state the assertion judge compares (DOM text, blocks, focus, values, screenshot;
+    the named elements' states when the protocol judges visible-state clauses on them)."""
     from evaluator.judges.state import capture_state
 
-    return capture_state(JsonPage(session.page), screenshot=screenshot)
+    elements = bool(((params or {}).get("assertion") or {}).get("element_state"))
+    return capture_state(JsonPage(session.page), screenshot=screenshot, element_states=elements)
 
 
 def _shot(session, out_dir: Path, k: int) -> str:

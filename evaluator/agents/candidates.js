@@ -16,6 +16,7 @@
   const LANDMARK_TAGS = new Set(["header", "nav", "footer", "aside", "main", "form", "dialog", "menu"]);
   const CLICK_EVENTS = ["click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart", "dblclick"];
   const vw = window.innerWidth, vh = window.innerHeight;
+  const DATA_SKIP = /^data-(v-|react|testid|test|cy|qa|reactid|bs-|toggle$|target$|ref$)/;
   const maxText = opts.maxText || 400;
   const clip = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, maxText);
 
@@ -60,6 +61,12 @@
     const tracked = window.__iwrHasClickListener;
     if (typeof tracked === "function" && tracked(el)) reasons.push("listener");
     if (jqueryBound(el)) reasons.push("jquery");
+    // iwr-det-3 (attributeLabels): an SVG shape or group labelled in data-* (a board's square) is a
+    // target even when the click handler sits on the drawing around it.
+    if (opts.attributeLabels && el instanceof SVGElement && tag !== "svg" &&
+        Array.from(el.attributes).some((a) => a.name.startsWith("data-") && !DATA_SKIP.test(a.name))) {
+      reasons.push("svg-label");
+    }
     if (style.cursor === "pointer") {
       // cursor is inherited: only the outermost element of a pointer region counts
       const parent = el.parentElement;
@@ -183,13 +190,46 @@
     return "";
   }
 
+  // iwr-det-3 (attributeLabels): labels held in attributes (data-square="e2", data-date=...) and the
+  // text of SVG shapes, which innerText does not give.
+  function attributeLabels(el, tag) {
+    const out = [];
+    for (const attr of el.attributes) {
+      if (!attr.name.startsWith("data-") || DATA_SKIP.test(attr.name)) continue;
+      const v = (attr.value || "").trim();
+      if (v && v.length <= 40 && !/^[\[{]/.test(v)) out.push(v);
+      if (out.length >= 6) break;
+    }
+    if (el instanceof SVGElement) {
+      const t = clip(el.textContent);
+      if (t) out.push(t);
+      const title = el.querySelector && el.querySelector("title");
+      if (title && title.textContent) out.push(clip(title.textContent));
+    }
+    return out;
+  }
+
+  // iwr-det-3 (pictures): a CSS background image on the element or a child shows a picture.
+  function backgroundImage(el, style) {
+    if (/url\(/.test(style.backgroundImage || "")) return true;
+    const kids = el.children;
+    for (let i = 0; i < kids.length && i < 6; i++) {
+      if (/url\(/.test(getComputedStyle(kids[i]).backgroundImage || "")) return true;
+    }
+    return !!el.querySelector("picture, canvas");
+  }
+
   function describe(el, tag, style, rect, reasons, hit, clipped, order) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
     const img = imageTexts(el, tag);
     const type = (el.getAttribute("type") || "").toLowerCase();
     const buttonValue = tag === "input" && /^(button|submit|reset)$/.test(type) ? el.value : "";
     const fullText = (el.innerText || "").replace(/\s+/g, " ").trim();
+    const extra = {};
+    if (opts.attributeLabels) extra.data_labels = attributeLabels(el, tag);
+    if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     return {
+      ...extra,
       order, tag, type,
       role: (el.getAttribute("role") || "").trim().toLowerCase(),
       aria_label: clip(el.getAttribute("aria-label")),
@@ -225,8 +265,10 @@
   }
   function ownName(el) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.textContent).join(" ") : "";
+    // iwr-det-3 (shownValues): a checkbox's or radio button's value is never shown, so it names nothing
+    const hidden = opts.shownValues && el.tagName === "INPUT" && /^(checkbox|radio)$/i.test(el.type || "");
     return [el.getAttribute("aria-label"), el.getAttribute("placeholder"), el.getAttribute("title"),
-      el.getAttribute("alt"), el.tagName === "INPUT" ? el.value : "", labels].join(" ");
+      el.getAttribute("alt"), el.tagName === "INPUT" && !hidden ? el.value : "", labels].join(" ");
   }
   function boxOf(node) {
     const range = document.createRange();

@@ -14,6 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from evaluator.agents.glyphs import description_concepts, description_glyphs
 from evaluator.agents.words import STOPWORDS, quote_spans
 
 # Role nouns -> role category. Two-word nouns are read first; "keep" words stay content words.
@@ -90,6 +91,13 @@ PURPOSE_VERBS = frozenset(
     upload share send buy purchase learn read visit scroll zoom increase decrease put get make find""".split()
 )
 DETERMINERS = frozenset("the a an this that its their your".split())
+# iwr-det-3 (check_verbs): verbs of ticking a box say what to do, not what the box is called.
+CHECK_VERBS = frozenset("tick ticks ticked untick unticks unticked check checks uncheck unchecks".split())
+# iwr-det-3 (picture_nouns): nouns that name a picture rather than a label.
+PICTURE_WORDS = frozenset("photo photos picture pictures image images thumbnail thumbnails tile tiles logo "
+                          "avatar img".split())
+# iwr-det-3 (grid_ordinals): "the second row", "the third column".
+GRID_NOUNS = {"row": "row", "rows": "row", "column": "col", "columns": "col", "col": "col"}
 # Words that place the target beside something else, by the direction they name.
 RELATION_WORDS = {"above": "above", "below": "below", "under": "below", "beneath": "below",
                   "underneath": "below", "beside": "near", "near": "near"}
@@ -132,6 +140,12 @@ class Description:
     anchors: list[str] = field(default_factory=list)  # quoted or named things the target is next to / in
     appearance: list[str] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
+    # iwr-det-3: glyph characters and concepts named, a picture noun as the head, grid position
+    glyphs: list[str] = field(default_factory=list)
+    concepts: list[str] = field(default_factory=list)
+    picture: bool = False
+    grid_row: int | None = None
+    grid_col: int | None = None
 
     @property
     def has_text_cue(self) -> bool:
@@ -141,7 +155,10 @@ class Description:
         return {"quotes": self.quotes, "roles": sorted(self.roles), "regions": self.regions,
                 "ordinal": self.ordinal, "labels": self.labels, "content": self.content,
                 "anchors": self.anchors, "appearance": self.appearance,
-                "relations": [r.to_dict() for r in self.relations]}
+                "relations": [r.to_dict() for r in self.relations],
+                **({"glyphs": self.glyphs, "concepts": self.concepts} if self.glyphs or self.concepts else {}),
+                **({"picture": True} if self.picture else {}),
+                **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {})}
 
 
 @dataclass
@@ -154,17 +171,30 @@ class _Token:
     relation: int | None = None  # index of the relation whose anchor this token names
 
 
-def parse_description(text: str | None, typed: str | None = None) -> Description:
+def parse_description(text: str | None, typed: str | None = None, params=None) -> Description:
     """Split a description into the cues targeting scores against.
 
     ``typed`` is a Type action's text: quoted, it is what goes into the field, not its label.
+    ``params`` (TargetingParams) switches on the iwr-det-3 readings (glyphs, picture nouns, grid
+    positions, check verbs); without it the description is read as iwr-det-2 reads it.
     """
-    text = unicodedata.normalize("NFKC", text or "")
+    raw = text or ""
+    text = unicodedata.normalize("NFKC", raw)
     desc = Description(text=text)
     tokens = _tokens(text)
     skip = " ".join((typed or "").split()).lower()
     tokens = [t for t in tokens if not (skip and t.kind == "quote" and " ".join(t.word.split()).lower() == skip)]
+    if params is not None and params.glyph_words:
+        desc.glyphs, desc.concepts = description_glyphs(raw), description_concepts(raw)
+        tokens = [t for t in tokens if not (t.kind == "quote" and all(ch in desc.glyphs for ch in t.word.strip()))]
     _classify(tokens)
+    ticks = False
+    if params is not None and params.check_verbs:
+        for t in tokens:
+            if t.kind == "content" and t.word in CHECK_VERBS and not t.capital:
+                t.kind, ticks = "action", True
+    if params is not None and params.grid_ordinals:
+        _grid_positions(tokens, desc)
     kinds = _phases(tokens)
     _collect(tokens, desc)
     _collect_relations(tokens, kinds, desc)
@@ -172,7 +202,25 @@ def parse_description(text: str | None, typed: str | None = None) -> Description
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
         # button" names none (matching "button" to a "Buttons" link would mislead)
         desc.content = _dedupe(w for w in desc.role_words if w in NAMING_ROLE_WORDS)
+    if ticks and not desc.roles:  # "Untick 'Green'": what is ticked is a checkbox
+        desc.roles.add("checkbox")
+    if params is not None and params.picture_nouns:
+        desc.picture = any(w in PICTURE_WORDS for w in desc.role_words) and not desc.quotes
     return desc
+
+
+def _grid_positions(tokens: list[_Token], desc: Description) -> None:
+    """"the second row" / "the third column" set a grid position; their words name nothing else."""
+    for i, token in enumerate(tokens[:-1]):
+        noun = GRID_NOUNS.get(tokens[i + 1].word)
+        if noun is None or token.word not in ORDINALS or token.kind != "ordinal":
+            continue
+        if noun == "row":
+            desc.grid_row = ORDINALS[token.word]
+        else:
+            desc.grid_col = ORDINALS[token.word]
+        token.kind = tokens[i + 1].kind = "grid"
+        token.role = tokens[i + 1].role = None
 
 
 def _tokens(text: str) -> list[_Token]:

@@ -93,6 +93,17 @@ class TargetingParams(_Section):
     relation_reach: float = 2.0
     # "next to": a neighbour above or below counts this much of one on the same row
     relation_near_vertical: float = 0.7
+    # iwr-det-3 (each off here, so iwr-det-2 scores as it always did; see evaluator.protocols):
+    # glyph characters and glyph words ("the » arrow", "the three-bar icon") match icon-only controls
+    glyph_words: bool = False
+    # picture nouns ("the first photo") match image-bearing elements (img, svg, CSS background images)
+    picture_nouns: bool = False
+    # "the second row", "the middle tile", "the third column" rank candidates by laid-out grid position
+    grid_ordinals: bool = False
+    # data-* attribute values (a square's name, a date) and SVG text name a candidate
+    attribute_labels: bool = False
+    # tick / untick / check / uncheck are verbs of the instruction, not words of the target's name
+    check_verbs: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,4 +134,25 @@ class AssertionParams(_Section):
     stale_phrases: bool = True
     # the page's text / DOM must change where the authored reference text changed in place
     text_change_required: bool = True
+    # iwr-det-3 (off here, so iwr-det-2 scores as it always did; see evaluator.protocols):
+    # a visible-state clause ("'Green' is no longer highlighted") is checked on the named element's
+    # state, against the reference's pixel change at that element's place
+    element_state: bool = False
+    # share of the named element's box (reference checkpoints) whose pixels must differ for the
+    # reference to have changed that element's look
+    element_change_fraction: float = 0.005
+    # a pixel of the named element's box differs from this channel difference (a highlight may be a
+    # shade or two darker, below the page-wide pixel_tolerance)
+    element_pixel_tolerance: int = 2
+    # when the reference's two checkpoints are the same, a state assertion checks the described
+    # state instead of demanding a change
+    unchanged_reference_state: bool = False
+    # the reference's checkpoints are the same below this share of changed pixels (and the same text)
+    reference_same_fraction: float = 0.0005
+    # a Type action's own text is not evidence of its effect (word phrases only)
+    typed_text_not_evidence: bool = False
+    # the page's change must be commensurate with the reference's visible change
+    commensurate_change: bool = False
+    # below this share of the reference's pixel change, the page's own pixel change does not count
+    commensurate_ratio: float = 0.25
 

@@ -12,7 +12,8 @@ from pathlib import PurePosixPath
 
 from rapidfuzz import fuzz
 
-from evaluator.agents.description import Description
+from evaluator.agents.description import PICTURE_WORDS, Description
+from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import relation_score, resolved_anchors
 from evaluator.agents.words import (
@@ -101,6 +102,17 @@ def name_fields(cand: dict) -> list[str]:
     return [cand[k] for k in keys if cand.get(k)]
 
 
+# iwr-det-3 (attribute_labels): a label held in an attribute counts this much of a visible name.
+ATTRIBUTE_LABEL_DISCOUNT = 0.9
+# iwr-det-3 (picture_nouns): "the photo" said of an element showing an image matches like its name.
+PICTURE_MATCH = 1.0
+
+
+def shows_picture(cand: dict) -> bool:
+    """The candidate shows an image: an img / picture / svg, one inside it, or a CSS background image."""
+    return bool(cand.get("images") or cand.get("bg_image") or cand["tag"] in ("img", "picture", "svg"))
+
+
 def attribute_tokens(cand: dict) -> set[str]:
     """Tokens of id, class, name, type, href/src basename and icon class names."""
     raw = [cand.get("id"), cand.get("cls"), cand.get("name"), cand.get("type"), *cand.get("icons", [])]
@@ -124,8 +136,8 @@ def candidate_roles(cand: dict) -> set[str]:
     for token in split_identifier(cand.get("cls")):
         if token in CLASS_ROLES:
             roles.add(CLASS_ROLES[token])
-    if cand.get("images"):
-        roles.add("image" if len(cand.get("text", "")) > 2 else "icon")
+    if cand.get("images") or cand.get("bg_image"):
+        roles.add("image" if len(cand.get("text", "")) > 2 or cand.get("bg_image") else "icon")
     if cand.get("icons") and len(cand.get("text", "")) <= 2:
         roles.add("icon")
     if not roles:
@@ -164,6 +176,8 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     read by its icon, less for a named element.
     """
     fields = name_fields(cand)
+    if params.check_verbs and _unlabelled_check(cand):
+        fields.append(cand["container"])  # the text beside a checkbox is its label to a reader
     best = 0.0
     for value in fields:
         norm = normalize(value)
@@ -178,7 +192,40 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
             return 1.0
     iconic = max((len(v.strip()) for v in fields), default=0) <= 3
     discount = NAMELESS_DISCOUNT if iconic else NAMED_ATTRIBUTE_DISCOUNT
-    return max(best, discount * _attribute_text_score(desc, attribute_tokens(cand), params))
+    best = max(best, discount * _attribute_text_score(desc, attribute_tokens(cand), params))
+    if params.attribute_labels and best < 1.0:
+        best = max(best, ATTRIBUTE_LABEL_DISCOUNT * _attribute_label_score(desc, cand, params))
+    if params.glyph_words:
+        best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand)))
+    if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc):
+        best = max(best, PICTURE_MATCH)
+    return best
+
+
+def _unlabelled_check(cand: dict) -> bool:
+    """A checkbox or radio button without a label of its own, in a block of a few words."""
+    return (cand["tag"] == "input" and cand.get("type") in ("checkbox", "radio") and not cand.get("label")
+            and not cand.get("aria_label") and 0 < len(cand.get("container") or "") <= 40)
+
+
+def _attribute_label_score(desc: Description, cand: dict, params: TargetingParams) -> float:
+    """The description's quotes and phrases against labels held in data-* attributes and SVG text."""
+    best = 0.0
+    for value in cand.get("data_labels", []):
+        norm = normalize(value)
+        value_words = content_words(value)
+        for q in desc.quotes:
+            best = max(best, quote_match(normalize(q), norm))
+        for label in desc.labels:
+            best = max(best, phrase_match(label, value_words, norm, params))
+        if desc.content:
+            best = max(best, phrase_match(desc.content, value_words, norm, params))
+    return best
+
+
+def _only_picture_words(desc: Description) -> bool:
+    """The description names the picture and nothing else the element would have to say."""
+    return not desc.quotes and all(w in PICTURE_WORDS for w in desc.content)
 
 
 def _attribute_text_score(desc: Description, tokens: set[str], params: TargetingParams) -> float:
@@ -302,7 +349,9 @@ def geometry_of(cand: dict, page: dict) -> dict:
 def score_candidates(desc: Description, page: dict, params: TargetingParams, focus_bonus: bool = False) -> list[Scored]:
     """Every candidate scored, best first (ties: smaller area, then document order)."""
     scored = [_score_one(desc, i, cand, page, params, focus_bonus) for i, cand in enumerate(page["candidates"])]
-    if desc.ordinal is not None:
+    if params.grid_ordinals and (desc.grid_row or desc.grid_col):
+        _apply_grid(desc, scored, params)
+    elif desc.ordinal is not None:
         _apply_ordinal(desc, scored, params)
     for s in scored:
         s.score = _combine(s.parts, params) - (params.disabled_penalty if s.cand.get("disabled") else 0.0)
@@ -315,12 +364,17 @@ def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
     geometry = geometry_of(cand, page)
     cand["_geometry"] = geometry
     parts = {
-        "text": text_score(desc, cand, params) if desc.has_text_cue else 0.5,
+        "text": text_score(desc, cand, params) if desc.has_text_cue or _shown_cue(desc, params) else 0.5,
         "attributes": attribute_score(desc, attribute_tokens(cand), params),
         "role": role_score(desc, candidate_roles(cand)),
         "position": position_score(desc, cand, geometry, params, page.get("anchors")),
     }
     return Scored(index, cand, parts)
+
+
+def _shown_cue(desc: Description, params: TargetingParams) -> bool:
+    """iwr-det-3: a glyph or a picture noun is a text cue too ("the » arrow", "the first photo")."""
+    return bool(params.glyph_words and (desc.glyphs or desc.concepts) or params.picture_nouns and desc.picture)
 
 
 def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams,
@@ -351,6 +405,9 @@ def context_score(desc: Description, cand: dict, params: TargetingParams,
     items = [content_words(a) for a in desc.anchors if a not in placed] + [[w] for w in extra]
     items = [item for item in items if item]
     container = content_words(cand.get("container"))
+    if params.grid_ordinals:  # iwr-det-3: "in the portfolio grid" also names the block by its id or class
+        container = container + [t for value in cand.get("context", []) for t in split_identifier(value)
+                                 if len(t) > 2 and t not in NOISE_TOKENS]
     if not items or not container:
         return None
     found = sum(1 for item in items if _all_in(item, container, params) and not _all_in(item, own, params))
@@ -381,6 +438,65 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
     for s in scored:
         ordinal = 1.0 if s is pick else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
+
+
+def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+    """"the middle tile of the second row": row, then column (an ordinal, "middle", "left" / "right"
+    or a column ordinal) among the look-alikes that match best otherwise, by their laid-out rows."""
+    if not scored:
+        return
+    group = _look_alikes(desc, scored, params, regions=False)
+    rows = laid_out_rows(group)
+    if desc.grid_row:
+        rows = [_nth(rows, desc.grid_row)] if _nth(rows, desc.grid_row) else []
+    pick = None
+    if rows:
+        pick = _pick_in_rows(desc, rows)
+    for s in scored:
+        s.parts["position"] = 1.0 if s is pick else 0.0
+
+
+def _pick_in_rows(desc: Description, rows: list[list[Scored]]) -> Scored | None:
+    if desc.grid_col:
+        column = [_nth(row, desc.grid_col) for row in rows]
+        column = [s for s in column if s is not None]
+        return _nth(column, desc.ordinal or 1)
+    row = rows[0] if len(rows) == 1 else [s for r in rows for s in r]
+    if desc.ordinal is not None:
+        return _nth(row, desc.ordinal)
+    if "middle" in desc.regions:
+        return row[(len(row) - 1) // 2] if len(row) % 2 else row[len(row) // 2 - 1]
+    if "right" in desc.regions:
+        return row[-1]
+    return row[0]
+
+
+def _nth(items: list, n: int):
+    if n == -1:
+        return items[-1] if items else None
+    return items[n - 1] if 0 < n <= len(items) else None
+
+
+def _look_alikes(desc: Description, scored: list[Scored], params: TargetingParams, regions: bool = True) -> list:
+    top_text = max(s.parts["text"] for s in scored)
+    top_role = max(s.parts["role"] for s in scored)
+    top_pos = max(s.parts["position"] for s in scored)
+    placed = regions and desc.regions
+    return [s for s in scored if s.parts["text"] >= top_text - params.ordinal_text_margin
+            and s.parts["role"] >= top_role and (not placed or s.parts["position"] >= 0.99 * top_pos)]
+
+
+def laid_out_rows(items: list[Scored]) -> list[list[Scored]]:
+    """Rows of a grid, top to bottom, each left to right (centres within half a height share a row)."""
+    by_y = sorted(items, key=lambda s: (s.cand["_geometry"]["cy"], s.cand["order"]))
+    rows: list[list[Scored]] = []
+    for s in by_y:
+        g = s.cand["_geometry"]
+        if rows and g["cy"] - rows[-1][0].cand["_geometry"]["cy"] <= max(10.0, s.cand["box"][3] / 2):
+            rows[-1].append(s)
+        else:
+            rows.append([s])
+    return [sorted(row, key=lambda s: (s.cand["_geometry"]["cx"], s.cand["order"])) for row in rows]
 
 
 def reading_order(items: list[Scored]) -> list[Scored]:

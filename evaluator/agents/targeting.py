@@ -109,10 +109,11 @@ def find_target(page, action, params=None) -> Target:
     kind = getattr(action, "type", "Click")
     if kind not in ("Click", "Type"):
         return Target(reason=f"{kind} needs no target")
-    desc = _description_for(action, kind)
+    desc = _description_for(action, kind, p)
     try:
         data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
-                                               "anchors": anchor_specs(desc)})
+                                               "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
+                                               "pictures": p.picture_nouns, "shownValues": p.check_verbs})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
     ranked = score_candidates(desc, data, p, focus_bonus=kind == "Type")
@@ -131,9 +132,9 @@ def find_target(page, action, params=None) -> Target:
     return target
 
 
-def _description_for(action, kind: str) -> Description:
+def _description_for(action, kind: str, p: TargetingParams) -> Description:
     typed = typed_text(action) if kind == "Type" else None
-    return parse_description(getattr(action, "description", "") or "", typed=typed)
+    return parse_description(getattr(action, "description", "") or "", typed=typed, params=p)
 
 
 def _choose(ranked: list[Scored], action, kind: str, p: TargetingParams) -> tuple[Scored | None, str]:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from evaluator.agents.params import AssertionParams
-from evaluator.agents.words import count_phrase, normalize
+from evaluator.agents.words import count_phrase, normalize, words
+from evaluator.judges.elements import element_check, state_clause_names
 from evaluator.judges.phrases import Phrase, key_phrases, polarity
 from evaluator.judges.reference import RefDelta, reference_delta, word_delta
 from evaluator.judges.state import PageState, pixel_change_fraction
@@ -63,10 +64,20 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     mode = polarity(assertion)
     ref_words = (reference.added + reference.removed) if reference is not None else []
     phrases = key_phrases(assertion, before.text, after.text, ref_words)
+    if p.typed_text_not_evidence:
+        phrases = _without_typed_words(phrases, action)
     texts = {m: _texts(before, after, m) for m in ("appearance", "removal", "state", "unchanged")}
     checks = [_check(ph, texts, p) for ph in phrases]
     checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
     _mark_stale(checks, phrases, action, before, after, reference, p)
+    if p.element_state:
+        checks = _element_checks(assertion, checks, before, after, reference, p)
+    if p.unchanged_reference_state and _reference_same(reference, p) and checks:
+        checks = [_as_state(c) for c in checks]
+        evidence["reference_unchanged"] = True
+    if p.commensurate_change and changed and not _commensurate(changes, reference, p):
+        changed = evidence["changed"] = False
+        evidence["commensurate"] = False
     delta = _delta_agreement(before, after, reference, p)
     evidence.update({"polarity": mode, "phrases": checks, "delta": delta,
                      "reference": reference.to_dict() if reference else None})
@@ -94,11 +105,69 @@ def _text_change_missing(action, before: PageState, after: PageState, changes: d
     return not any(changes[k] for k in ("url", "text", "dom", "values", "checked"))
 
 
+def _element_checks(assertion: str, checks: list[dict], before, after, reference, p) -> list[dict]:
+    """Phrases naming the subject of a visible-state clause are judged on that element's state."""
+    names = state_clause_names(assertion)
+    out = []
+    for check in checks:
+        judged = element_check(normalize(check["phrase"]), before, after, reference, p) \
+            if normalize(check["phrase"]) in names else None
+        out.append(judged or check)
+    return out
+
+
+def _without_typed_words(phrases: list[Phrase], action) -> list[Phrase]:
+    """A Type action's own text is its input, not its effect: a content word found only because it
+    was typed ("blue" typed into a filter box) is dropped; quoted and named phrases stay."""
+    if getattr(action, "type", "") != "Type":
+        return phrases
+    typed = set(words(getattr(action, "text", None) or ""))
+    return [ph for ph in phrases if not (ph.kind == "word" and normalize(ph.text) in typed)]
+
+
+def _reference_same(reference: RefDelta | None, p: AssertionParams) -> bool:
+    """The reference's two checkpoints show the same: no word, scroll or (almost no) pixel changed."""
+    if reference is None or reference.changed is not False or reference.added or reference.removed:
+        return False
+    fraction = (reference.detail or {}).get("pixel_fraction")
+    return fraction is not None and fraction <= p.reference_same_fraction and not reference.scrolled
+
+
+def _as_state(check: dict) -> dict:
+    """Where the reference did not change, an appearance or removal phrase is a state to be in:
+    shown after the action, or (removal) not shown."""
+    if check["mode"] not in ("appearance", "removal") or check["kind"] == "element":
+        return check
+    holds = check["after"] > 0 if check["mode"] == "appearance" else check["after"] == 0
+    return {**check, "mode": "state", "holds": holds, "reference_unchanged": True}
+
+
+def _commensurate(changes: dict, reference: RefDelta | None, p: AssertionParams) -> bool:
+    """The page's change can be the reference's: it changed its text or scrolled, or it changed at least a
+    ``commensurate_ratio`` share of the pixels the reference changed where that was a large part (a
+    ticked box alone is not the grid the reference filtered; a new URL fragment is not a jump)."""
+    ref_fraction = (reference.detail or {}).get("pixel_fraction") if reference is not None else None
+    if not ref_fraction or ref_fraction <= 10 * p.pixel_change_fraction:
+        return True
+    if changes["text"] or changes["scroll"]:  # content changed: its pixels depend on the page's layout
+        return True
+    return (changes["pixel_fraction"] or 0.0) >= p.commensurate_ratio * ref_fraction
+
+
 def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
     ref_changed = reference.changed if reference is not None else None
+    if evidence.get("reference_unchanged"):
+        phrases_hold = _phrases_hold(checks, p)
+        evidence.update({"phrases_hold": phrases_hold})
+        return Verdict(phrases_hold, evidence, f"reference unchanged, described state: phrases hold={phrases_hold}")
+    if not checks and p.unchanged_reference_state and _reference_same(reference, p):
+        return Verdict(True, evidence, "no checkable phrase and the reference shows no change: nothing to compare")
     if not checks:
         expected = ref_changed if ref_changed is not None else mode != "unchanged"
         passed = changed == expected
+        measured = reference is not None and (reference.detail or {}).get("pixel_fraction") is not None
+        if p.unchanged_reference_state and changed and measured and not _reference_same(reference, p):
+            passed = True  # the reference changed too, if less than pixel_change_fraction (a highlight moving)
         return Verdict(passed, evidence, f"no checkable phrase: page changed={changed}, expected {expected}")
     held = sum(1 for c in checks if c["holds"]) / len(checks)
     phrases_hold = _phrases_hold(checks, p)

@@ -181,3 +181,24 @@ def _write_kept(directory: Path, key: str, value: float) -> None:
 
     # In one step, so parallel workers never read half a file; scoring jobs may read as another user.
     atomic_write(kept_path(directory, key), json.dumps({"fraction": value}).encode("utf-8"))
+
+
+def region_change_fraction(path_a: Path, path_b: Path, box: list[float], scale: float = 0.5,
+                           tolerance: int = 24, pad: float = 4.0) -> float | None:
+    """Share of changed pixels inside ``box`` (x, y, w, h in CSS pixels, padded by ``pad``) of two
+    screenshots, compared like :func:`pixel_change_fraction`; None when it cannot be told."""
+    try:
+        a, b = SCALED.get(Path(path_a).read_bytes(), scale), SCALED.get(Path(path_b).read_bytes(), scale)
+    except OSError:
+        return None
+    if a.size != b.size:
+        return None
+    x, y, w, h = box
+    fx, fy = a.image.width / a.size[0], a.image.height / a.size[1]
+    left, top = max(0, math.floor((x - pad) * fx)), max(0, math.floor((y - pad) * fy))
+    right = min(a.image.width, math.ceil((x + w + pad) * fx))
+    bottom = min(a.image.height, math.ceil((y + h + pad) * fy))
+    if right <= left or bottom <= top:
+        return None
+    crop = (left, top, right, bottom)
+    return changed_share(a.image.crop(crop), b.image.crop(crop), tolerance)

@@ -27,6 +27,7 @@ class RefDelta:
     detail: dict = field(default_factory=dict)
     texts: tuple[str, str] | None = None  # the reference's text at both checkpoints
     scrolled: bool | None = None  # the reference page scrolled between them (None: unknown)
+    images: tuple[Path, Path] | None = None  # the two checkpoint screenshots, when both exist
 
     def to_dict(self) -> dict:
         return {"added": self.added[:50], "removed": self.removed[:50], "changed": self.changed,
@@ -59,20 +60,21 @@ def reference_delta(task, k: int, cache=None, params=None, before_k: int | None 
     pixel = _pixel_fraction(images, p, cache_dir)
     detail = {"before_k": start, "after_k": k, "pixel_fraction": pixel}
     refs = [_load_reference(task, n) for n in (start, k)]
+    shots = (images[0], images[1]) if images[0] is not None and images[1] is not None else None
     if refs[0] is not None and refs[1] is not None:
         texts = [_reference_text(r) for r in refs]
         changed = pixel > p.pixel_change_fraction if pixel is not None else _refs_differ(refs, texts)
         added, removed = word_delta(*texts)
         scrolled = refs[0].get("scroll") != refs[1].get("scroll")
-        return RefDelta(added, removed, changed, "reference", detail, (texts[0], texts[1]), scrolled)
-    if images[0] is None or images[1] is None:
+        return RefDelta(added, removed, changed, "reference", detail, (texts[0], texts[1]), scrolled, shots)
+    if shots is None:
         return RefDelta(source="none", detail=detail)
     changed = pixel is not None and pixel > p.pixel_change_fraction
     texts = [_ocr_cached(path, cache) for path in images]
     if texts[0] is None or texts[1] is None:
-        return RefDelta(changed=changed, source="image", detail=detail)
+        return RefDelta(changed=changed, source="image", detail=detail, images=shots)
     added, removed = word_delta(*texts)
-    return RefDelta(added, removed, changed, "ocr", detail, (texts[0], texts[1]))
+    return RefDelta(added, removed, changed, "ocr", detail, (texts[0], texts[1]), images=shots)
 
 
 def checkpoint_pair(task, k: int, numbering: str) -> tuple[int, int] | None:

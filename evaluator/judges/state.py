@@ -16,7 +16,7 @@ from pathlib import Path
 from evaluator.judges.pixels import pixel_change_fraction as pixel_change_fraction
 
 STATE_JS = r"""
-({maxBlocks, maxText}) => {
+({maxBlocks, maxText, elementStates}) => {
   const vw = innerWidth, vh = innerHeight;
   const keyOf = (el, i) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : el.name ? "[" + el.name + "]" : ":" + i);
 
@@ -142,8 +142,45 @@ STATE_JS = r"""
     return area / Math.max(1, vw * vh);
   }
 
+  // iwr-det-3: each visible element with a short name and the state a highlight, a tick or a
+  // greying-out changes (classes, ARIA states, checked, disabled, colours), keyed by that name.
+  const STATE_ATTRS = ["aria-current", "aria-selected", "aria-expanded", "aria-pressed", "aria-checked",
+                       "aria-disabled", "disabled", "data-active", "data-selected", "data-state", "open"];
+  function nameOf(el) {
+    const tag = el.tagName;
+    if (tag === "INPUT" && /^(checkbox|radio)$/i.test(el.type || "")) {
+      const labels = el.labels && el.labels.length ? Array.from(el.labels).map((l) => l.innerText).join(" ") : "";
+      return labels || (el.parentElement ? el.parentElement.innerText || "" : "");
+    }
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return el.getAttribute("aria-label") || "";
+    return el.innerText || el.getAttribute("aria-label") || el.getAttribute("title") || "";
+  }
+  function elementStatesOf() {
+    const out = [];
+    const all = document.body ? document.body.getElementsByTagName("*") : [];
+    for (let i = 0; i < all.length && out.length < 600; i++) {
+      const el = all[i];
+      if (/^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE|BR|svg)$/i.test(el.tagName)) continue;
+      if ((el.textContent || "").length > 400) continue;  // a container, not a named control (and costly)
+      const name = nameOf(el).replace(/\s+/g, " ").trim();
+      if (!name || name.length > 40) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width <= 0 || r.height <= 0 || r.right <= 0 || r.bottom <= 0 || r.left >= vw || r.top >= vh) continue;
+      const s = getComputedStyle(el);
+      if (s.visibility !== "visible") continue;
+      const attrs = STATE_ATTRS.map((a) => el.hasAttribute(a) ? a + "=" + el.getAttribute(a) : "").join("|");
+      // Set by the page, not by the pointer: computed colours also follow :hover and :focus, which
+      // a click leaves behind on any button.
+      const state = [el.getAttribute("class") || "", attrs, el.checked === true ? "checked" : "",
+        el.disabled === true ? "disabled" : "", el.getAttribute("style") || "", s.visibility].join(";");
+      out.push({name, box: [r.left, r.top, r.width, r.height].map((v) => Math.round(v)), state});
+    }
+    return out;
+  }
+
   const body = document.body;
   return {
+    elements: elementStates ? elementStatesOf() : [],
     url: location.href, title: document.title || "",
     scroll: [scrollX, scrollY], scrollers: scrollers(), viewport: [vw, vh],
     focus: describeFocus(), ...forms(),
@@ -171,6 +208,7 @@ class PageState:
     blocks: list = field(default_factory=list)
     dom_hash: str = ""
     canvas_share: float = 0.0
+    elements: list = field(default_factory=list)  # iwr-det-3: {name, box, state} of short-named elements
     screenshot: bytes | None = None
     error: str | None = None
 
@@ -193,10 +231,12 @@ class PageState:
 
 
 def capture_state(page, screenshot: bytes | str | Path | None = None, take_screenshot: bool = True,
-                  max_blocks: int = 600, max_text: int = 200_000) -> PageState:
-    """Snapshot ``page``; ``screenshot`` is PNG bytes or a path when the caller already took one."""
+                  max_blocks: int = 600, max_text: int = 200_000, element_states: bool = False) -> PageState:
+    """Snapshot ``page``; ``screenshot`` is PNG bytes or a path when the caller already took one.
+    ``element_states`` also reads the state of every short-named element (iwr-det-3)."""
     try:
-        data = page.evaluate(STATE_JS, {"maxBlocks": max_blocks, "maxText": max_text})
+        data = page.evaluate(STATE_JS, {"maxBlocks": max_blocks, "maxText": max_text,
+                                        "elementStates": element_states})
     except Exception as exc:  # crashed or navigating page: an empty state that says why
         return PageState(screenshot=_png(screenshot), error=f"could not read the page: {_first_line(exc)}")
     state = PageState(
@@ -204,6 +244,7 @@ def capture_state(page, screenshot: bytes | str | Path | None = None, take_scree
         viewport=tuple(data["viewport"]), focus=data["focus"][0], focus_editable=data["focus"][1],
         values=data["values"], checked=data["checked"],
         text=data["text"], blocks=data["blocks"], dom_hash=data["dom_hash"], canvas_share=data["canvas_share"],
+        elements=data.get("elements") or [],
     )
     state.screenshot = _png(screenshot)
     if state.screenshot is None and take_screenshot:

@@ -12,6 +12,7 @@ from evaluator.protocols import PROTOCOLS, Protocol, get_protocol
 # unreleased, update its fingerprint here in the same change.
 PINNED_FINGERPRINTS = {
     "iwr-det-2": "5e057986a1bae5e9",
+    "iwr-det-3": "0f98270beafe19d4",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -21,6 +22,16 @@ def test_it_defaults_to_iwr_det_2():
     protocol = get_protocol()
     assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "2", "iwr-det-2")
     assert not protocol.requires_llm
+
+
+def test_iwr_det_3_is_iwr_det_2_plus_named_fixes():
+    """iwr-det-3 keeps every iwr-det-2 value and only adds parameters (the issue-14 fixes), each with a reason."""
+    old, new = get_protocol("iwr-det-2"), get_protocol("iwr-det-3")
+    assert (new.name, new.version, new.full_name) == ("iwr-det", "3", "iwr-det-3")
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    assert ("assertion", "element_state") in added and ("settle", "layout_stable") in added
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -87,7 +98,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-official"):
+    with pytest.raises(ValueError, match="iwr-det, iwr-det-3, iwr-official"):
         get_protocol("iwr-llm")
 
 

@@ -78,8 +78,10 @@ def _write_page(folder: Path, html: str) -> None:
 class Workspace:
     """Everything the self-test and the calibration test score, built lazily, each at most once."""
 
-    def __init__(self, root: Path, sources: list[Path] | None = None, keys: list[str] | None = None):
+    def __init__(self, root: Path, sources: list[Path] | None = None, keys: list[str] | None = None,
+                 protocol: str | None = None):
         self.root = Path(root)
+        self.protocol = protocol  # the scoring protocol (None: the evaluator's default)
         self.sources = sources or benchmark_splits()
         self.keys = keys  # the tasks to score (None: every task of the benchmark)
         self.ocr_cache = self.root / "ocr-cache"
@@ -105,7 +107,8 @@ class Workspace:
         if kind not in self._baseline_results:
             out = self.root / "scored" / kind
             shutil.rmtree(out, ignore_errors=True)
-            self._baseline_results[kind] = runs.score(self.data, self.baseline_bundles / kind, out, self.ocr_cache)
+            self._baseline_results[kind] = runs.score(self.data, self.baseline_bundles / kind, out, self.ocr_cache,
+                                                        protocol=self.protocol)
         return self._baseline_results[kind]
 
     @cached_property
@@ -116,7 +119,8 @@ class Workspace:
     def variant_results(self) -> dict:
         """results.json of every calibration variant of every task (one run)."""
         out = self.root / "scored" / "variants"
-        return runs.score(self.variant_set.data, self.variant_set.bundle, out, self.ocr_cache)
+        return runs.score(self.variant_set.data, self.variant_set.bundle, out, self.ocr_cache,
+                          protocol=self.protocol)
 
     def scores(self) -> dict[str, dict[str, dict]]:
         """task key -> variant -> that page's task result, baselines and variants together."""

@@ -10,6 +10,7 @@ broken pages stop exactly where the truth says. ``--json FILE`` writes the same 
     python -m tests.evaluator.calibration.report                      # both halves, every task
     python -m tests.evaluator.calibration.report --half tuning --json var/calibration.json
     python -m tests.evaluator.calibration.report --tasks mixitup-color-filter,owl-basic-carousel
+    python -m tests.evaluator.calibration.report --half tuning --protocol iwr-det-3
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         keys = [key for key in keys if key in wanted]
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="iwr-calibration-"))
     started = time.monotonic()
-    report = build_report(keys, workdir, log=lambda line: print(line, file=sys.stderr, flush=True))
+    report = build_report(keys, workdir, log=lambda line: print(line, file=sys.stderr, flush=True),
+                          protocol=args.protocol, truth_from=Path(args.truth_from) if args.truth_from else None)
     report["elapsed_s"] = round(time.monotonic() - started, 1)
+    report["protocol"] = args.protocol or "default"
     print(render(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -53,18 +56,30 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", help="comma-separated task keys (default: every task of the halves)")
     parser.add_argument("--workdir", help="where bundles and scores are written (default: a new temporary folder)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--protocol", help="scoring protocol, e.g. iwr-det-3 (default: the evaluator's default)")
+    parser.add_argument("--truth-from", help="take the step-level truth from an earlier --json report instead of "
+                                             "replaying it (the truth is the builder's, whatever the judge)")
     return parser
 
 
-def build_report(keys: list[str], workdir: Path, log=print) -> dict:
-    """Score ``keys``, replay their truth, and gather the figures per half."""
+def build_report(keys: list[str], workdir: Path, log=print, protocol: str | None = None,
+                 truth_from: Path | None = None) -> dict:
+    """Score ``keys`` under ``protocol`` (default: the evaluator's), replay their truth (or read it from
+    ``truth_from``, an earlier report's JSON), and gather the figures per half."""
     from tests.evaluator.calibration.build import Workspace
 
-    workspace = Workspace(workdir, keys=keys)
+    workspace = Workspace(workdir, keys=keys, protocol=protocol)
     log(f"scoring {len(keys)} tasks (baselines and variants) in {workdir}")
     table = workspace.scores()
-    log("replaying the step-level truth")
-    truth = replay_truth(workspace, log)
+    if truth_from is not None:
+        earlier = json.loads(truth_from.read_text(encoding="utf-8"))["tasks"]
+        missing = sorted(set(keys) - set(earlier))
+        if missing:
+            raise SystemExit(f"error: {truth_from} has no truth for {', '.join(missing)}")
+        truth = {key: earlier[key]["truth"] for key in keys}
+    else:
+        log("replaying the step-level truth")
+        truth = replay_truth(workspace, log)
     per_task = {key: task_figures(workspace, key, table[key], truth[key]) for key in keys}
     return {"halves": {half: summarize([per_task[k] for k in keys if halves.half_of(k) == half])
                        for half in halves.HALF_NAMES if any(halves.half_of(k) == half for k in keys)},

@@ -40,9 +40,11 @@ def build_baselines(data: Path, out: Path, kinds: str = "reference,snapshot,empt
     return out
 
 
-def score(data: Path, bundle: Path, out: Path, ocr_cache: Path | None = None, workers: int = WORKERS) -> dict:
+def score(data: Path, bundle: Path, out: Path, ocr_cache: Path | None = None, workers: int = WORKERS,
+          protocol: str | None = None) -> dict:
     """``evaluator score --no-video`` on ``bundle``; returns results.json.
 
+    ``protocol`` names the scoring protocol (default: the evaluator's default).
     ``ocr_cache`` keeps OCR results (keyed by pixels) between runs: the reference checkpoints
     are read once per session instead of once per run.
     """
@@ -50,5 +52,7 @@ def score(data: Path, bundle: Path, out: Path, ocr_cache: Path | None = None, wo
             "--no-video", *sandbox_args()]
     if ocr_cache is not None:
         args += ["--ocr-cache", str(ocr_cache)]
+    if protocol:
+        args += ["--protocol", protocol]
     evaluator(*args)
     return json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))

@@ -1,0 +1,109 @@
+"""What an icon-only control shows, and the words people use for it (protocol iwr-det-3).
+
+"Tap the double right arrow (»)", "the three-bar menu icon", "the small square button with an
+upward arrow", "the × in the corner": the description names a glyph, by its character or by
+words. Each glyph *concept* lists the characters that draw it and the tokens icon fonts, class
+names and aria-labels use for it; :func:`description_concepts` reads the concepts a description
+names and :func:`glyph_score` says how well a candidate shows one of them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from evaluator.agents.words import split_identifier
+
+# concept -> (characters that draw it, tokens naming it in classes / icon names / aria-labels)
+CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
+    "right": ("›»→❯▶▸⟩>⇨➔➜⟶⇒⏵⮞", frozenset("next right forward forwards chevronright arrowright angleright "
+                                          "caretright".split())),
+    "left": ("‹«←❮◀◂⟨<⇦⟵⇐⏴⮜", frozenset("prev previous left back backward backwards chevronleft arrowleft "
+                                       "angleleft caretleft".split())),
+    "up": ("↑▲⬆︿˄^⌃△⏶⮝", frozenset("up top totop scrolltop backtotop upward chevronup arrowup angleup "
+                                  "caretup".split())),
+    "down": ("↓▼⬇﹀˅⌄▽⏷⮟", frozenset("down downward chevrondown arrowdown angledown caretdown".split())),
+    "menu": ("☰≡⋮⋯", frozenset("menu hamburger bars burger toggler navicon navtoggle offcanvas".split())),
+    "close": ("×✕✖✗╳", frozenset("close times dismiss cross xmark".split())),
+    "search": ("🔍🔎⌕", frozenset("search magnifier magnify magnifying loupe".split())),
+    "settings": ("⚙", frozenset("gear cog cogs settings".split())),
+    "plus": ("+＋➕", frozenset("plus add".split())),
+    "minus": ("−➖", frozenset("minus subtract".split())),
+}
+_CHAR_CONCEPT = {ch: name for name, (chars, _tokens) in CONCEPTS.items() for ch in chars}
+# Words of a description that name a glyph without a direction.
+DIRECTIONAL_NOUNS = frozenset("arrow arrows chevron chevrons caret triangle pointer angle".split())
+DIRECTIONS = {"right": "right", "rightward": "right", "rightwards": "right", "forward": "right", "next": "right",
+              "left": "left", "leftward": "left", "leftwards": "left", "back": "left", "backward": "left",
+              "up": "up", "upward": "up", "upwards": "up", "down": "down", "downward": "down",
+              "downwards": "down"}
+NAMED = {"hamburger": "menu", "burger": "menu", "magnifier": "search", "magnifying": "search",
+         "loupe": "search", "gear": "settings", "cog": "settings", "plus": "plus", "minus": "minus",
+         "cross": "close"}
+BARS = re.compile(r"\b(three|3)[\s-]*(bars?|lines?|stripes?)\b", re.I)
+WORD = re.compile(r"[a-z]+")
+# Typographic quotes are punctuation of the description, never a glyph it names.
+NOT_GLYPHS = frozenset("'\"‘’“”`´")
+
+
+def description_glyphs(text: str) -> list[str]:
+    """Symbol characters the description itself shows ("the » arrow", "(×)")."""
+    out = []
+    for ch in unicodedata.normalize("NFC", text or ""):
+        if ch in NOT_GLYPHS or ch.isalnum() or ch.isspace():
+            continue
+        if ch in _CHAR_CONCEPT or unicodedata.category(ch) in ("So", "Sm", "Pi", "Pf"):
+            if ch not in out:
+                out.append(ch)
+    return out
+
+
+def description_concepts(text: str) -> list[str]:
+    """Glyph concepts the description names by character or by words."""
+    concepts: list[str] = []
+
+    def add(name: str) -> None:
+        if name not in concepts:
+            concepts.append(name)
+
+    for ch in description_glyphs(text):
+        if ch in _CHAR_CONCEPT:
+            add(_CHAR_CONCEPT[ch])
+    lowered = (text or "").lower()
+    tokens = WORD.findall(lowered)
+    for j, t in enumerate(tokens):  # "the double right arrow", "an upward arrow", "the arrow pointing left"
+        if t in DIRECTIONAL_NOUNS or t == "pointing":
+            for near in tokens[max(0, j - 2):j] + tokens[j + 1:j + 3]:
+                if near in DIRECTIONS:
+                    add(DIRECTIONS[near])
+    if BARS.search(lowered):
+        add("menu")
+    for t in tokens:
+        if t in NAMED:
+            add(NAMED[t])
+    return concepts
+
+
+def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tokens: set[str]) -> float:
+    """1 when the candidate's own short text is a glyph the description shows or names; 0.9 when its
+    icon names, aria-label or classes name a concept the description names; else 0."""
+    if not (chars or concepts):
+        return 0.0
+    own = "".join((cand.get("text") or "").split())
+    if own and len(own) <= 3:
+        if any(ch in own for ch in chars):
+            return 1.0
+        if any(_CHAR_CONCEPT.get(ch) in concepts for ch in own):
+            return 1.0
+    if not concepts:
+        return 0.0
+    wanted = set().union(*(CONCEPTS[c][1] for c in concepts))
+    names = set(attribute_tokens)
+    for value in (cand.get("aria_label"), cand.get("title"), cand.get("svg_title"), cand.get("alt")):
+        names.update(split_identifier(value))
+    joined = {a + b for a, b in zip(sorted(names), sorted(names)[1:], strict=False)}  # chevron-right
+    compact = {"".join(split_identifier(v)) for v in [*cand.get("icons", []), cand.get("cls", "")] if v}
+    pool = names | joined | {c for c in compact if c}
+    if wanted & pool or any(w in c for c in compact for w in wanted if len(w) > 5):
+        return 0.9
+    return 0.0

@@ -1,0 +1,68 @@
+"""Visible-state clauses judged on the element they name (protocol iwr-det-3).
+
+"'Green' is no longer highlighted", "'Seventh' is highlighted and the 'Next' button is greyed
+out", "the 'Green' box is ticked": the words were on the page before the action and stay
+there, so counting them says nothing. What the clause describes is the state of the element
+that carries the name: its classes, ARIA states, checked and disabled flags and colours
+(``PageState.elements``). The clause holds when that state changed where the reference's pixels
+at the element's place changed, and stayed where they did not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from evaluator.agents.words import normalize
+from evaluator.judges.phrases import CLAUSE_SPLIT, PLACEHOLDER_RE, _capital_phrases, _mask_quotes
+from evaluator.judges.pixels import region_change_fraction
+
+STATE_WORDS = re.compile(
+    r"\b(highlighted|highlight|active|selected|greyed|grayed|disabled|enabled|ticked|unticked|checked|"
+    r"unchecked|current|expanded|collapsed|pressed|marked|dimmed|bold|underlined|empty)\b",
+    re.I,
+)
+
+
+def state_clause_names(assertion: str) -> set[str]:
+    """Normalised names (quoted or capitalised) that a visible-state clause of ``assertion`` is about."""
+    masked, quotes = _mask_quotes(assertion or "")
+    names: set[str] = set()
+    for clause in CLAUSE_SPLIT.split(masked):
+        plain = PLACEHOLDER_RE.sub(" ", clause)
+        if not STATE_WORDS.search(plain):
+            continue
+        names.update(normalize(quotes[int(m.group(1))]) for m in PLACEHOLDER_RE.finditer(clause))
+        names.update(normalize(text) for text, _start in _capital_phrases(PLACEHOLDER_RE.sub(" , ", clause)))
+    return {n for n in names if n}
+
+
+def element_check(name: str, before, after, reference, params) -> dict | None:
+    """The clause about the element named ``name``: did its state do what the reference's did there?
+
+    None when the page has no element of that name (the phrase is then checked as text).
+    """
+    was, now = _named(before.elements, name), _named(after.elements, name)
+    if not now:
+        return None
+    changed = Counter(e["state"] for e in was) != Counter(e["state"] for e in now)
+    ref_fraction = _reference_change_at(reference, [e["box"] for e in now], params)
+    expected = None if ref_fraction is None else ref_fraction >= params.element_change_fraction
+    holds = changed if expected is None else changed == expected
+    return {"phrase": name, "kind": "element", "mode": "appearance" if expected is not False else "state",
+            "element_changed": changed, "reference_change": None if ref_fraction is None else round(ref_fraction, 4),
+            "before": len(was), "after": len(now), "holds": holds}
+
+
+def _named(elements: list, name: str) -> list[dict]:
+    return [e for e in elements or [] if normalize(e.get("name")) == name]
+
+
+def _reference_change_at(reference, boxes: list, params) -> float | None:
+    """Largest changed share of the reference checkpoints over the element's boxes."""
+    if reference is None or reference.images is None or reference.scrolled:
+        return None
+    shares = [region_change_fraction(reference.images[0], reference.images[1], box, params.diff_scale,
+                                     params.element_pixel_tolerance) for box in boxes[:6]]
+    shares = [s for s in shares if s is not None]
+    return max(shares) if shares else None

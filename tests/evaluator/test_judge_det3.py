@@ -1,0 +1,221 @@
+"""Protocol iwr-det-3's judge fixes (issue 14): what each one finds or decides, and that iwr-det-2 does not."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from evaluator.agents.description import parse_description
+from evaluator.agents.params import AssertionParams, TargetingParams
+from evaluator.agents.targeting import find_target
+from evaluator.judges.assertion import RefDelta, judge
+from evaluator.judges.elements import state_clause_names
+from evaluator.judges.state import PageState
+from evaluator.protocols import get_protocol
+from tests.evaluator.pages import Act, open_page
+
+DET2 = get_protocol("iwr-det-2").params
+DET3 = get_protocol("iwr-det-3").params
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from evaluator.browser import launch
+
+    with launch() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def pictures_page(browser):
+    with open_page(browser, "pictures.html") as page:
+        yield page
+
+
+def chosen(page, description: str, params=DET3) -> str | None:
+    target = find_target(page, Act("Click", description), params)
+    return target.chosen["id"] if target.found else None
+
+
+# --------------------------------------------------------------------------- element finder
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("description, wanted", [
+    ("Tap the double right arrow (») next to the left one", "next"),
+    ("Tap the « arrow", "prev"),
+    ("Open the three-bar menu icon", "menu"),
+    ("Click the magnifier", "search"),
+    ("Click the small square button with an upward arrow at the bottom right corner", "top"),
+])
+def test_glyphs_find_icon_only_controls(pictures_page, description, wanted):
+    """A glyph character or glyph words pick the control that shows that glyph or names it in its icon."""
+    assert chosen(pictures_page, description) == wanted
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("description, wanted", [
+    ("Click the first (top-left) photo in the grid", "p1"),
+    ("Click the middle photo of the second row", "p5"),
+    ("Click the third photo", "p3"),
+    ("Click the second tile", "t2"),
+])
+def test_picture_nouns_and_grid_positions_find_images(pictures_page, description, wanted):
+    """Picture nouns match image-bearing links and tiles; ordinals, rows and columns follow the laid-out grid."""
+    assert chosen(pictures_page, description) == wanted
+
+
+@pytest.mark.browser
+def test_check_verbs_find_the_checkbox_beside_its_text(pictures_page):
+    """'Tick the checkbox next to Blue' and 'Untick Green' pick the box itself, not the text beside it."""
+    assert chosen(pictures_page, "Tick the checkbox next to 'Blue'") == "blue"
+    assert chosen(pictures_page, "Untick 'Green'") == "green"
+
+
+@pytest.mark.browser
+def test_attribute_labels_name_svg_shapes(pictures_page):
+    """A board square labelled in data-* is a target, found by that label."""
+    assert chosen(pictures_page, "Click the square e4 on the board") == "sq-e4"
+
+
+@pytest.mark.browser
+def test_iwr_det_2_keeps_its_element_finder(pictures_page):
+    """Under iwr-det-2 a glyph-only description and a data-* label do not find their element, as before."""
+    assert chosen(pictures_page, "Tap the « arrow", DET2) != "prev"
+    assert chosen(pictures_page, "Click the square e4 on the board", DET2) != "sq-e4"
+
+
+def test_descriptions_read_glyphs_and_grid_only_under_iwr_det_3():
+    """The new readings need the iwr-det-3 targeting parameters."""
+    det3 = TargetingParams.from_dict(DET3)
+    desc = parse_description("the middle tile of the second row", params=det3)
+    assert (desc.grid_row, desc.picture) == (2, True)
+    assert parse_description("Tap the » arrow", params=det3).concepts == ["right"]
+    old = parse_description("the middle tile of the second row")
+    assert (old.grid_row, old.ordinal, old.glyphs) == (None, 2, [])
+
+
+# --------------------------------------------------------------------------- assertions
+
+
+def _png(size=(200, 100), box=None, rgb=(255, 255, 255), fill=(0, 0, 0)) -> bytes:
+    image = Image.new("RGB", size, rgb)
+    if box:
+        image.paste(Image.new("RGB", (box[2], box[3]), fill), (box[0], box[1]))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _state(elements, screenshot, text="Green Blue Pink") -> PageState:
+    return PageState(url="http://iwr.test/", text=text, blocks=[{"text": text}], elements=elements,
+                     dom_hash=str(len(str(elements))), screenshot=screenshot)
+
+
+def _reference(tmp_path, changed_box, scrolled=False) -> RefDelta:
+    before, after = tmp_path / "ref_0.png", tmp_path / "ref_1.png"
+    before.write_bytes(_png())
+    after.write_bytes(_png(box=changed_box))
+    fraction = 0.0 if changed_box is None else changed_box[2] * changed_box[3] / 20000
+    return RefDelta(changed=changed_box is not None, source="reference", scrolled=scrolled,
+                    detail={"pixel_fraction": fraction}, texts=("Green Blue Pink", "Green Blue Pink"),
+                    images=(before, after))
+
+
+GREEN_BOX = [10, 10, 40, 40]
+
+
+def _green(state: str) -> list[dict]:
+    return [{"name": "Green", "box": GREEN_BOX, "state": state}, {"name": "Blue", "box": [60, 10, 40, 40],
+                                                                    "state": "control"}]
+
+
+def _judge(assertion, before, after, reference, params=DET3):
+    return judge(Act("Click", "Click it", logical_assertion=assertion), before, after, reference, params)
+
+
+def test_a_state_clause_is_judged_on_the_named_element(tmp_path):
+    """"'Green' is no longer highlighted" passes when Green's state changed where the reference's pixels did."""
+    reference = _reference(tmp_path, GREEN_BOX)
+    before = _state(_green("control active"), _png())
+    after = _state(_green("control"), _png(box=GREEN_BOX))
+    verdict = _judge("'Green' is no longer highlighted", before, after, reference)
+    assert verdict.passed, verdict.reason
+    assert not _judge("'Green' is no longer highlighted", before, after, reference, DET2).passed
+
+
+def test_a_state_clause_fails_when_the_named_element_did_not_change(tmp_path):
+    """Content that moved elsewhere does not make 'X is now highlighted' true when X kept its look."""
+    reference = _reference(tmp_path, GREEN_BOX)
+    before = _state(_green("control"), _png())
+    after = _state(_green("control"), _png(box=[120, 50, 60, 40]))
+    assert not _judge("'Green' is now highlighted", before, after, reference).passed
+
+
+def test_state_words_make_clauses_about_named_elements():
+    """Names of visible-state clauses are read from quotes and capitals; other clauses name none."""
+    assert state_clause_names("'Seventh' is highlighted and the 'Next' button is greyed out") == {"seventh", "next"}
+    assert state_clause_names("'Walk the dog' is added to the list") == set()
+
+
+def test_an_unchanged_reference_checks_the_described_state(tmp_path):
+    """Where the reference did not change (a click on the open tab), the state is checked, no change demanded."""
+    reference = _reference(tmp_path, None)
+    state = _state([], _png(), text="Home Profile Contact Profile details")
+    assertion = "The 'Profile details' panel is shown"
+    assert _judge(assertion, state, state, reference).passed
+    missing = _state([], _png(), text="Home Profile Contact")
+    assert not _judge(assertion, missing, missing, reference).passed
+
+
+def test_a_change_must_be_commensurate_with_the_reference(tmp_path):
+    """A hash-only change does not pass where the reference visibly moved a large part of its view."""
+    reference = _reference(tmp_path, [0, 0, 200, 60])
+    before = PageState(url="http://iwr.test/", text="Intro Features", blocks=[{"text": "Intro"}], screenshot=_png())
+    after = PageState(url="http://iwr.test/#features", text="Intro Features", blocks=[{"text": "Intro"}],
+                      screenshot=_png())
+    assertion = "The page jumps to the 'Features' section"
+    assert not _judge(assertion, before, after, reference).passed
+    assert _judge(assertion, before, after, reference, DET2).passed
+
+
+def test_iwr_det_3_parameters_default_off():
+    """The new assertion parameters are off unless a protocol turns them on (iwr-det-2 is unaffected)."""
+    params = AssertionParams()
+    assert not (params.element_state or params.unchanged_reference_state or params.commensurate_change)
+    assert AssertionParams.from_dict(DET3).element_state
+
+
+# --------------------------------------------------------------------------- settling
+
+
+TRANSITION_PAGE = """<style>
+  #side { width: 200px; height: 50px; background: #36c; transition: width 3s; }
+  #side.narrow { width: 60px; }
+  @keyframes spin { to { transform: rotate(360deg); } }
+  #spinner { width: 20px; height: 20px; background: #c33; animation: spin 1s linear infinite; }
+</style>
+<button id="toggle" onclick="side.classList.toggle('narrow')">Toggle</button>
+<div id="side"></div><div id="spinner"></div><p id="chart">wide</p>
+<script>
+  side.addEventListener("transitionend", () => { chart.textContent = "resized " + side.offsetWidth; });
+</script>"""
+
+
+@pytest.mark.browser
+def test_layout_settles_after_a_transition_under_iwr_det_3(browser, tmp_path):
+    """A 3 s sidebar transition (real time, not page time) and the resize its end starts are over before
+    the screenshot, whatever the machine's speed; an endless spinner does not hold settling up."""
+    from evaluator.page_session import SiteMap, page_session
+
+    (tmp_path / "index.html").write_text(TRANSITION_PAGE, encoding="utf-8")
+    site = SiteMap.for_page(tmp_path / "index.html")
+    settle = DET3["settle"]
+    with page_session(browser, site, 800, 600, settle_params=settle) as session:
+        session.goto()
+        session.page.click("#toggle")
+        result = session.after_action()
+        assert session.page.inner_text("#chart") == "resized 60"
+        assert 0 < result["layout_steps"] < settle["layout_max_steps"]
