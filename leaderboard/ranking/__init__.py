@@ -72,12 +72,14 @@ from leaderboard.ranking.query import (
     WEIGHTS,
     Query,
     QueryError,
+    board_tabs,
     natural_key,
     parse_query,
     protocol_label,
     protocol_slug,
     protocol_tabs,
     resolve_protocol,
+    scored_judges,
     scored_protocols,
 )
 
@@ -85,9 +87,9 @@ __all__ = [
     "AXIS_LABELS", "CACHE_FORMAT", "CACHE_SECONDS", "CATEGORY_AXES", "CI_RESAMPLES", "CONFIDENCE", "DEFAULT_PROTOCOL",
     "DEFAULT_SPLIT", "ENTRY_FIELDS", "INTERVAL_FIELDS", "PAPER_PROTOCOL", "PAPER_SLUG", "RANK_RESAMPLES", "RANK_SEED",
     "SCORE_FIELDS", "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard",
-    "Query", "QueryError", "assign_ranks", "assign_ties", "build_entries", "build_flagged", "candidates",
+    "Query", "QueryError", "assign_ranks", "assign_ties", "board_tabs", "build_entries", "build_flagged", "candidates",
     "category_breakdown", "category_means", "category_scores", "category_scores_from_results", "competition_ranks",
     "evaluation_categories", "labels_of", "leaderboard", "model_entries", "natural_key", "one_per_model", "overlap",
     "parse_query", "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
-    "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors",
+    "resolve_protocol", "results_matrix", "scored_judges", "scored_protocols", "task_vectors",
 ]
