@@ -74,6 +74,7 @@ def document(board: Leaderboard, start: int = 0, stop: int | None = None, per_ta
     return {
         "split": query.split,
         "protocol": query.protocol,
+        "judge": query.judge,  # iwr-official: "JUDGE+GROUNDING" model ids; "" for protocols without a judge
         "filters": {"weights": query.weights, "verified": query.verified, "source": query.source},
         "selection": query.selection,
         "generation": board.generation,
