@@ -124,9 +124,44 @@ def judge_arguments(judge_model: str, grounding_model: str) -> list[str]:
     return arguments
 
 
+def job_refusal(evaluation, environ=None) -> str:
+    """Why the worker may not run this official evaluation (empty when it may): settings, a judge never
+    chosen (official scoring is started from the admin, which fixes it and applies the disclosure rule),
+    a split whose ground truth may not be sent, or no key in the worker's environment."""
+    reason = unavailable_reason()
+    if reason:
+        return reason
+    if not evaluation.judge_model:
+        return "This evaluation names no judge: official scoring is started by maintainers from the admin."
+    if not may_judge_split(evaluation.submission.split):
+        return disclosure_refusal(evaluation.submission.split)
+    if not launcher_key(environ):
+        return f"The judge's key is not in the scoring worker's environment: set {settings.OFFICIAL_JUDGE_KEY_ENV}."
+    return ""
+
+
 def launcher_key(environ=None) -> dict[str, str]:
     """The key, as the score command's judge relay reads it: {variable: key} from the worker's own
     environment; empty when the worker has none (the evaluator then says what to set)."""
     environ = os.environ if environ is None else environ
     name = settings.OFFICIAL_JUDGE_KEY_ENV
     return {name: environ[name]} if environ.get(name) else {}
+
+
+def judge_problem(document: dict, evaluation) -> str:
+    """Why an official job's results may not be published (empty when they may): no judge record, a
+    judge other than the one the evaluation was queued with, or tasks the judge left incomplete."""
+    record = document.get("judge")
+    if not isinstance(record, dict):
+        return "The official job wrote no judge record: its scores are not published. A maintainer has the log."
+    models = record.get("models") if isinstance(record.get("models"), dict) else {}
+    expected = (evaluation.judge_model, evaluation.grounding_model or evaluation.judge_model)
+    if (models.get("judge"), models.get("grounding")) != expected:
+        return (f"The judge record names models {models.get('judge')!r} and {models.get('grounding')!r}, not the "
+                f"evaluation's {expected[0]!r} and {expected[1]!r}: its scores are not published.")
+    incomplete = record.get("incomplete_tasks") or []
+    if record.get("complete") is False or incomplete:
+        return (f"The judge left {len(incomplete) or 'some'} task(s) incomplete (no answer after its retries, or "
+                "the job's budget spent): the evaluation is not published. Retry it from the admin; the answers "
+                "already given come from the judge cache at no cost.")
+    return ""

@@ -156,8 +156,7 @@ class EvaluatorRun:
             return Outcome.failed(Kind.EVALUATOR, f"Protocol {self.evaluation.protocol} is no longer available on "
                                                   "this server; a maintainer will rescore. Not charged.")
         if self.official:  # the judge's settings of this server, checked before anything is copied
-            reason = official.unavailable_reason() or ("" if official.launcher_key() else (
-                f"The judge's key is not in the scoring worker's environment: set {settings.OFFICIAL_JUDGE_KEY_ENV}."))
+            reason = official.job_refusal(self.evaluation)
             if reason:
                 return Outcome.failed(Kind.INFRASTRUCTURE, f"{reason} Not charged.")
         self.tasks = job_tasks(self.evaluation)
@@ -357,6 +356,9 @@ class EvaluatorRun:
             self.keep_artifacts(document)
         except OutputError as exc:
             return Outcome(*rejected_output(exc.rule, str(exc)))
+        problem = official.judge_problem(document, self.evaluation) if self.official else ""
+        if problem:  # an incomplete official run is never published (nor charged: it is the judge's doing)
+            return Outcome.failed(Kind.EVALUATOR, problem)
         return Outcome("scored", results=document)
 
     def keep_artifacts(self, document: dict) -> None:

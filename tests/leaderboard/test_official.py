@@ -137,8 +137,8 @@ def official_job(owner, **fields) -> evaluator_run.EvaluatorRun:
     from evaluator.protocols import get_protocol
     from leaderboard.intake.evaluations import queue_evaluation
 
-    evaluation = queue_evaluation(make_submission(owner), get_protocol("iwr-official"), rescore=True,
-                                  judge_model="judge-pro-2", grounding_model="grounder-4o", **fields)
+    judge = {"judge_model": "judge-pro-2", "grounding_model": "grounder-4o", **fields}
+    evaluation = queue_evaluation(make_submission(owner), get_protocol("iwr-official"), rescore=True, **judge)
     job = evaluator_run.EvaluatorRun(evaluation, "token")
     job.data_path = job.dir / "data.jsonl"
     return job
@@ -277,7 +277,8 @@ def test_held_out_agreement_shows_rates_to_readers_and_steps_to_staff(client, ow
     """On the test split a reader sees the rates, with categories pooled as the held-out rule does, and no task;
     staff see every task's steps."""
     task_set = make_task_set()
-    tasks = [make_task(task_set, key=f"held-out-{n}", split="test", n_actions=1, domain=f"domain-{n}") for n in range(2)]
+    tasks = [make_task(task_set, key=f"held-out-{n}", split="test", n_actions=1, domain=f"domain-{n}")
+             for n in range(2)]
     _det, judged = paired_entry(owner, "test", {tasks[0]: (["pass"], ["pass"]), tasks[1]: (["pass"], ["fail"])})
     logged_in(client, outsider)
     page = client.get(f"/results/{judged.pk}/agreement/").content.decode()
@@ -307,3 +308,32 @@ def test_the_protocol_agreement_page_pools_every_entry_of_one_judge_per_split_an
     page = client.get(url.replace("&amp;", "&")).content.decode()
     assert "3 / 4" in page and "75.0" in page and "shop" in page
     assert client.get("/leaderboard/agreement/?split=dev&protocol=iwr-det").status_code == 400
+
+
+def test_an_official_run_is_published_only_complete_and_by_the_judge_it_was_queued_with(owner, judge):
+    """The judge record of results.json decides: missing, naming other models, or with incomplete tasks, the
+    evaluation is not published; complete and by the evaluation's judge, it is."""
+    from leaderboard.official import judge_problem
+
+    evaluation = official_job(owner).evaluation
+    record = {"host": "judge.example.org", "models": {"judge": "judge-pro-2", "grounding": "grounder-4o"},
+              "requests": 40, "cache_hits": 0, "complete": True, "incomplete_tasks": []}
+    assert judge_problem({"judge": record}, evaluation) == ""
+    assert "no judge record" in judge_problem({}, evaluation)
+    other = {**record, "models": {"judge": "judge-pro-2", "grounding": "judge-pro-2"}}
+    assert "not the evaluation's" in judge_problem({"judge": other}, evaluation)
+    incomplete = {**record, "complete": False, "incomplete_tasks": ["7", "9"]}
+    assert "left 2 task(s) incomplete" in judge_problem({"judge": incomplete}, evaluation)
+
+
+def test_the_worker_refuses_official_jobs_the_admin_did_not_start_or_may_no_longer_send(owner, judge, monkeypatch):
+    """No judge chosen (e.g. a protocol offered on the Submit page), or a split no longer allowed: refused."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    unjudged = official_job(owner, judge_model="")
+    assert "started by maintainers from the admin" in unjudged.prepare().reason
+    held_out = official_job(owner)
+    Submission = type(held_out.evaluation.submission)
+    Submission.objects.filter(pk=held_out.evaluation.submission_id).update(split="test")
+    held_out.evaluation.refresh_from_db()
+    held_out.evaluation.submission.refresh_from_db()
+    assert "IWR_OFFICIAL_JUDGE_SPLITS" in held_out.prepare().reason
