@@ -33,6 +33,7 @@ class StepPair:
     official: str
     deterministic_assertion: bool | None = None  # the assertion's verdict, when the step had one and ran it
     official_assertion: bool | None = None
+    quirk: str = ""  # the documented official quirk that decided the judge's verdict, if one did
 
     @property
     def agree(self) -> bool:
@@ -74,8 +75,8 @@ def partner(evaluation: Evaluation) -> Evaluation | None:
             .order_by("-finished_at", "-pk").first())
 
 
-def verdicts(steps, n_actions: int) -> list[tuple[str, bool | None]]:
-    """(verdict, assertion verdict) of actions 1..n_actions from stored step records."""
+def verdicts(steps, n_actions: int) -> list[tuple[str, bool | None, str]]:
+    """(verdict, assertion verdict, quirk) of actions 1..n_actions from stored step records."""
     by_index = {}
     for step in steps if isinstance(steps, list) else []:
         if isinstance(step, dict) and isinstance(step.get("index"), int) and step["index"] not in by_index:
@@ -88,8 +89,10 @@ def verdicts(steps, n_actions: int) -> list[tuple[str, bool | None]]:
         else:
             verdict = PASSED if step.get("passed") else FAILED
         assertion = step.get("assertion") if step else None
-        found.append((verdict, bool(assertion["passed"]) if isinstance(assertion, dict) and "passed" in assertion
-                      else None))
+        assertion = assertion if isinstance(assertion, dict) else {}
+        evidence = assertion.get("evidence") if isinstance(assertion.get("evidence"), dict) else {}
+        found.append((verdict, bool(assertion["passed"]) if "passed" in assertion else None,
+                      str(evidence.get("quirk") or "")))
     return found
 
 
@@ -104,9 +107,9 @@ def task_pairs(deterministic: Evaluation, judged: Evaluation) -> list[TaskPair]:
         task = row.task
         n_actions = max(task.n_actions, row.steps_total)
         pair = TaskPair(task.key, task.split, {axis: task.category(axis) for axis in CATEGORY_AXES})
-        for index, ((d, da), (o, oa)) in enumerate(zip(verdicts(det[row.task_id].steps, n_actions),
-                                                       verdicts(row.steps, n_actions), strict=True), start=1):
-            pair.steps.append(StepPair(index, d, o, da, oa))
+        for index, ((d, da, _), (o, oa, quirk)) in enumerate(zip(verdicts(det[row.task_id].steps, n_actions),
+                                                                 verdicts(row.steps, n_actions), strict=True), start=1):
+            pair.steps.append(StepPair(index, d, o, da, oa, quirk))
         pairs.append(pair)
     return sorted(pairs, key=lambda pair: natural_key(pair.task_key))
 

@@ -113,7 +113,7 @@ def judge_label(key: str) -> str:
 
 def judge_arguments(judge_model: str, grounding_model: str) -> list[str]:
     """The ``score`` options of an official job: the endpoint, the evaluation's own model ids, the key's
-    variable name (never the key), the weights and the device."""
+    variable name (never the key), the weights, the device and the judge cache."""
     config = judge_settings()
     arguments = ["--judge-base-url", config.base_url, "--judge-model", judge_model,
                  "--judge-key-env", config.key_env, "--device", config.device]
@@ -121,7 +121,16 @@ def judge_arguments(judge_model: str, grounding_model: str) -> list[str]:
         arguments += ["--grounding-model", grounding_model]
     if config.weights_dir:
         arguments += ["--official-weights", config.weights_dir]
-    return arguments
+    # The relay's answer cache outlives the job (whose HOME is its own temporary folder): scoring the
+    # same pages again, or retrying an incomplete run, asks the judge nothing it answered before.
+    return arguments + ["--judge-cache", str(judge_cache_dir())]
+
+
+def judge_cache_dir():
+    """Where the judge relay keeps answers between jobs (on this machine, outside every job)."""
+    from pathlib import Path
+
+    return Path(settings.DATA_DIR) / "judge-cache"
 
 
 def job_refusal(evaluation, environ=None) -> str:

@@ -162,6 +162,7 @@ def test_an_official_job_gets_the_judge_flags_of_its_evaluation_and_its_own_time
     assert option(command, "--judge-key-env") == KEY_ENV
     assert (option(command, "--official-weights"), option(command, "--device")) == ("/srv/iwr/dinov2-base", "cpu")
     assert option(command, "--time-limit") == str(5 * 3600) and job.time_limit == 5 * 3600
+    assert option(command, "--judge-cache") == str(judge.DATA_DIR / "judge-cache")  # kept between jobs
     deterministic = evaluator_run.EvaluatorRun(make_queued_evaluation(make_submission(owner)), "token")
     deterministic.data_path = deterministic.dir / "data.jsonl"
     plain = deterministic.command()
@@ -260,6 +261,9 @@ def test_the_agreement_view_sets_both_judges_steps_side_by_side(client, owner, f
     # t2: both pass both steps. 4 of 5 steps agree.
     _det, judged = paired_entry(owner, "dev", {first: (["pass", "pass", "fail"], ["pass", "fail"]),
                                                second: (["pass", "pass"], ["pass", "pass"])})
+    quirked = judged.task_results.get(task=second)  # the judge's answer to step 2 was unparseable: a pass
+    quirked.steps[2]["assertion"] = {"passed": True, "evidence": {"raw": "hmm", "quirk": "unparseable_assertion_pass"}}
+    quirked.save()
     pairs = agreement.task_pairs(agreement.partner(judged), judged)
     assert [(p.task_key, [(s.deterministic, s.official, s.agree) for s in p.steps]) for p in pairs] == [
         ("t1", [("passed", "passed", True), ("passed", "failed", False), ("failed", "not reached", True)]),
@@ -267,7 +271,7 @@ def test_the_agreement_view_sets_both_judges_steps_side_by_side(client, owner, f
     page = client.get(f"/results/{judged.pk}/agreement/").content.decode()
     assert 'id="task-t1"' in page and "2 of 3 steps agree" in page and "2 of 2 steps agree" in page
     assert "4 / 5" in page and "80.0" in page
-    assert "judge judge-a" in page
+    assert "judge judge-a" in page and "unparseable_assertion_pass" in page
     results = client.get(f"/results/{judged.pk}/").content.decode()
     assert f"/results/{judged.pk}/agreement/" in results
     assert client.get(f"/results/{_det.pk}/agreement/").status_code == 404  # iwr-det has no agreement view
