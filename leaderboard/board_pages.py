@@ -21,7 +21,7 @@ from django.core.paginator import Paginator
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from leaderboard import access, exports, ranking
+from leaderboard import access, exports, official, ranking
 from leaderboard import cache as board_cache
 from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation, Submission
@@ -112,7 +112,7 @@ def _board_context(board, sort: str, descending: bool, number: str) -> dict:
     page = Paginator(rows, settings.LEADERBOARD_PAGE_SIZE).get_page(number)
     return {
         "board": board, "query": query, "params": query.params(),
-        "protocol_label": ranking.protocol_label(query.protocol),
+        "protocol_label": ranking.protocol_label(query.protocol, query.judge),
         "is_paper": query.protocol == ranking.PAPER_PROTOCOL,
         "split_tabs": _split_tabs(query), "protocol_tabs": _protocol_tabs(query),
         "page": page, "headers": _headers(query, sort, descending), "in_rank_order": sort == "rank" and descending,
@@ -130,6 +130,7 @@ def _board_context(board, sort: str, descending: bool, number: str) -> dict:
             for axis, label in ranking.AXIS_LABELS.items()
         ],
         "counts": _counts(board),
+        "agreement_url": link("leaderboard-agreement", query.params()) if official.is_official(query.protocol) else "",
         "clear_search": link("home", query.params(q="")),
     }
 
@@ -141,14 +142,14 @@ def _counts(board) -> dict:
 
 def _split_tabs(query) -> list[dict]:
     return [{"label": SPLIT_LABELS.get(split, split), "current": split == query.split,
-             "url": link("home", query.params(split=split, protocol=ranking.resolve_protocol("")))}
+             "url": link("home", query.params(split=split, protocol=ranking.resolve_protocol(""), judge=""))}
             for split in Split.values]
 
 
 def _protocol_tabs(query) -> list[dict]:
-    return [{"label": ranking.protocol_label(name), "current": name == query.protocol,
-             "url": link("home", query.params(protocol=name))}
-            for name in ranking.protocol_tabs(query.split)]
+    return [{"label": ranking.protocol_label(name, judge), "current": (name, judge) == (query.protocol, query.judge),
+             "url": link("home", query.params(protocol=name, judge=judge))}
+            for name, judge in ranking.board_tabs(query.split)]
 
 
 def _headers(query, sort: str, descending: bool) -> list[dict]:

@@ -74,6 +74,7 @@ def document(board: Leaderboard, start: int = 0, stop: int | None = None, per_ta
     return {
         "split": query.split,
         "protocol": query.protocol,
+        "judge": query.judge,  # iwr-official: "JUDGE+GROUNDING" model ids; "" for protocols without a judge
         "filters": {"weights": query.weights, "verified": query.verified, "source": query.source},
         "selection": query.selection,
         "generation": board.generation,
@@ -164,7 +165,7 @@ def to_latex(board: Leaderboard) -> str:
     Final, IFS, VFS, Low- and High-level in percent, each with its 95 % interval when the view has them."""
     query, with_ci = board.query, board.has_intervals
     caption = (f"IWR-Bench leaderboard, {latex_escape(query.split)} split, protocol "
-               f"{latex_escape(protocol_label(query.protocol))}. Scores in percent")
+               f"{latex_escape(protocol_label(query.protocol, query.judge))}. Scores in percent")
     if with_ci:
         caption += (f"; brackets: {int(CONFIDENCE * 100)}\\% percentile-bootstrap intervals over tasks "
                     f"({board.ci_resamples} resamples); rank ranges from {board.rank_resamples} paired resamples")

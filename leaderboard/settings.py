@@ -361,6 +361,31 @@ EVALUATOR_CPUS = env.get_int("IWR_EVALUATOR_CPUS", 2, minimum=1)
 EVALUATOR_PIDS = env.get_int("IWR_EVALUATOR_PIDS", 512, minimum=64)
 
 # ---------------------------------------------------------------------------------------
+# Protocol iwr-official: the paper's LLM judge (leaderboard/official.py; docs/official.md). Off
+# until an operator names an endpoint and a judge model. The key is never a setting: the scoring
+# worker's environment holds it under IWR_OFFICIAL_JUDGE_KEY_ENV and only the evaluator's judge
+# relay (outside the job sandbox) receives it. The visual models need the optional environment
+# (scripts/setup-official.sh): IWR_OFFICIAL_EVALUATOR_COMMAND runs the evaluator from it.
+# ---------------------------------------------------------------------------------------
+OFFICIAL_JUDGE_BASE_URL = env.get_pattern("IWR_OFFICIAL_JUDGE_BASE_URL", "", r"https?://\S+",
+                                          "an OpenAI-compatible API address such as https://api.example.com/v1")
+OFFICIAL_JUDGE_MODEL = env.get_str("IWR_OFFICIAL_JUDGE_MODEL", "")
+OFFICIAL_GROUNDING_MODEL = env.get_str("IWR_OFFICIAL_GROUNDING_MODEL", "")  # empty: the judge model grounds too
+OFFICIAL_JUDGE_KEY_ENV = env.get_pattern("IWR_OFFICIAL_JUDGE_KEY_ENV", "IWR_OFFICIAL_JUDGE_KEY",
+                                         r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable name")
+OFFICIAL_WEIGHTS_DIR = env.get_str("IWR_OFFICIAL_WEIGHTS_DIR", "")  # DINOv2-base, checked against pinned sums
+OFFICIAL_DEVICE = env.get_choice("IWR_OFFICIAL_DEVICE", "cpu", ("cpu", "cuda"))
+OFFICIAL_EVALUATOR_COMMAND = env.get_str("IWR_OFFICIAL_EVALUATOR_COMMAND", "")  # empty: IWR_EVALUATOR_COMMAND's
+# EasyOCR and DINOv2 on CPU take seconds per checkpoint and every step waits for the judge.
+OFFICIAL_TIME_LIMIT_SECONDS = env.get_int("IWR_OFFICIAL_TIME_LIMIT", 6 * 3600, minimum=60)
+# Sending a split's ground truth (descriptions, assertions, reference screenshots) to a third-party
+# judge discloses it: only the splits named here may be judged. The held-out split is not, unless named.
+OFFICIAL_JUDGE_SPLITS = env.get_list("IWR_OFFICIAL_JUDGE_SPLITS", ["dev"])
+if set(OFFICIAL_JUDGE_SPLITS) - {"dev", "test"}:
+    raise ImproperlyConfigured(f"IWR_OFFICIAL_JUDGE_SPLITS={','.join(OFFICIAL_JUDGE_SPLITS)!r} is not valid: "
+                               "expected a comma-separated list of dev and test.")
+
+# ---------------------------------------------------------------------------------------
 # Start-up checks of the web tier (leaderboard/websettings.py).
 # ---------------------------------------------------------------------------------------
 if IWR_ENV == "production":

@@ -23,9 +23,9 @@ from django.conf import settings
 
 log = logging.getLogger(__name__)
 
-# Our own loop stops the evaluator at EVALUATION_TIME_LIMIT_SECONDS; Celery's hard limit is
-# only the backstop for a worker stuck outside that loop.
-EVALUATE_HARD_LIMIT = settings.EVALUATION_TIME_LIMIT_SECONDS + 600
+# Our own loop stops the evaluator at EVALUATION_TIME_LIMIT_SECONDS (OFFICIAL_TIME_LIMIT_SECONDS for
+# iwr-official jobs); Celery's hard limit is only the backstop for a worker stuck outside that loop.
+EVALUATE_HARD_LIMIT = max(settings.EVALUATION_TIME_LIMIT_SECONDS, settings.OFFICIAL_TIME_LIMIT_SECONDS) + 600
 # A generation run stops itself at GENERATION_TIME_LIMIT_SECONDS: no request outlives it, and a
 # frame sampling started just before may take FFMPEG_TIMEOUT_S more. Celery's soft limit sits
 # beyond that (it still lets the job end cleanly, key erased); the hard limit is the backstop

@@ -6,7 +6,7 @@ from django.urls import include, path
 
 from leaderboard.accounts import verified_email_required
 from leaderboard.throttles import throttled
-from leaderboard.views import accounts, api_docs, previews, rankings, replays, site
+from leaderboard.views import accounts, agreement, api_docs, previews, rankings, replays, site
 from leaderboard.views import generation as generation_views
 from leaderboard.views import submissions as submission_views
 from leaderboard.views import tasks as task_views
@@ -25,6 +25,8 @@ urlpatterns = [
     path("results/<int:evaluation_id>/", replays.evaluation_results, name="evaluation-results"),
     path("results/<int:evaluation_id>/categories.json", throttled("charts")(replays.evaluation_categories),
          name="evaluation-categories"),
+    path("results/<int:evaluation_id>/agreement/", agreement.evaluation_agreement, name="evaluation-agreement"),
+    path("leaderboard/agreement/", agreement.protocol_agreement, name="leaderboard-agreement"),
     path("results/<int:evaluation_id>/tasks/<str:key>/", replays.replay, name="replay"),
     path("results/<int:evaluation_id>/tasks/<str:key>/files/<str:name>", replays.replay_file, name="replay-file"),
     # Live preview of a submitted page: signed links, sandboxed by CSP wherever they are opened.

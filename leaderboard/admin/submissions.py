@@ -17,8 +17,9 @@ from django.contrib.admin import helpers
 from django.db import transaction
 from django.template.response import TemplateResponse
 
-from leaderboard import ranking
+from leaderboard import official, ranking
 from leaderboard.intake import dispatch, evaluations
+from leaderboard.intake import official as official_intake
 from leaderboard.models import Evaluation, Submission, TaskResult
 
 
@@ -32,7 +33,8 @@ class EvaluationInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ("protocol", "status", "failure_kind", "final", "ifs", "vfs", "attempts", "created_at", "finished_at")
+    fields = ("protocol", "judge_model", "grounding_model", "status", "failure_kind", "final", "ifs", "vfs",
+              "attempts", "created_at", "finished_at")
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:
@@ -47,7 +49,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     search_fields = ("model_name", "organisation", "owner__username", "owner__email")
     readonly_fields = ("bundle_size", "bundle_sha256", "created_at")
     inlines = [EvaluationInline]
-    actions = ["mark_verified", "clear_verified", "flag", "clear_flag", "rescore"]
+    actions = ["mark_verified", "clear_verified", "flag", "clear_flag", "rescore", "score_official"]
 
     @admin.display(description="status")
     def status(self, obj: Submission) -> str:
@@ -102,6 +104,23 @@ class SubmissionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(queued)} rescore(s) queued; {skipped} skipped (no bundle, or already "
                                    "evaluated under the current version).", messages.SUCCESS)
 
+    @admin.action(description="Score with the paper's judge (iwr-official; costs money, asks first)",
+                  permissions=["change"])
+    def score_official(self, request, queryset):
+        """A confirmation page with the count and every refusal; queued only once it is confirmed."""
+        if "apply" in request.POST:
+            queued, plan = official_intake.queue_official(queryset)
+            self.message_user(request, f"{len(queued)} official evaluation(s) queued.", messages.SUCCESS)
+            for reason, refused in plan.refused.items():
+                self.message_user(request, f"{len(refused)} refused: {reason}", messages.WARNING)
+            return None
+        context = {**self.admin_site.each_context(request), "title": "Score with the paper's judge",
+                   "queryset": list(queryset), "plan": official_intake.plan(queryset), "opts": self.model._meta,
+                   "unavailable": official.unavailable_reason(), "judge": official.judge_settings(),
+                   "host": official.judge_host(), "requests_per_task": official.REQUESTS_PER_TASK,
+                   "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME}
+        return TemplateResponse(request, "leaderboard/submissions/admin_official.html", context)
+
     def _verdict(self, request, queryset, count: int, what: str) -> None:
         ranking.boards_changed(ranking.pairs_of_submissions(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"{count} submission(s) {what}.", messages.SUCCESS)
@@ -120,9 +139,9 @@ class TaskResultInline(admin.TabularInline):
 
 @admin.register(Evaluation)
 class EvaluationAdmin(admin.ModelAdmin):
-    list_display = ("id", "submission", "protocol", "status", "failure_kind", "is_rescore", "attempts",
+    list_display = ("id", "submission", "protocol", "judge_model", "status", "failure_kind", "is_rescore", "attempts",
                     "tasks_done", "tasks_total", "final", "worker", "created_at", "finished_at")
-    list_filter = ("status", "failure_kind", "protocol", "is_rescore")
+    list_filter = ("status", "failure_kind", "protocol", "judge_model", "is_rescore")
     search_fields = ("submission__model_name", "worker")
     readonly_fields = [field.name for field in Evaluation._meta.fields]
     inlines = [TaskResultInline]

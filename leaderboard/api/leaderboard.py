@@ -37,6 +37,9 @@ PARAMETERS = [
     OpenApiParameter("protocol", str, OpenApiParameter.QUERY, default="iwr-det",
                      description="Protocol name (current version), full name with version, or `paper` for the "
                                  "paper's reported results."),
+    OpenApiParameter("judge", str, OpenApiParameter.QUERY,
+                     description="iwr-official only: the judge, `JUDGE-MODEL` or `JUDGE-MODEL+GROUNDING-MODEL` (each "
+                                 "judge's scores are a board of their own; default: the first judge with scores)."),
     _choice("weights", "Only open-weights or only proprietary models (baselines always stay).", ranking.WEIGHTS, "all"),
     _choice("verified", "Only entries verified by the maintainers.", FLAGS, "0"),
     _choice("source", "Scores evaluated here or reported in the paper.", ranking.SOURCES, "all"),
@@ -79,6 +82,7 @@ ENTRY = {
 }
 Document = inline_serializer("LeaderboardPage", {
     "split": serializers.CharField(), "protocol": serializers.CharField(), "selection": serializers.CharField(),
+    "judge": serializers.CharField(help_text="iwr-official: the judge's model ids; empty for other protocols."),
     "filters": serializers.DictField(), "generation": serializers.IntegerField(), "scores": serializers.CharField(),
     "method": serializers.DictField(help_text="Confidence level, interval method and resample counts."),
     "count": serializers.IntegerField(help_text="Rows in the whole view."),

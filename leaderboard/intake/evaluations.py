@@ -32,12 +32,13 @@ class NotCancellable(Exception):
     """The evaluation has finished already; the message says how it ended."""
 
 
-def queue_evaluation(submission: Submission, protocol, *, rescore: bool = False) -> Evaluation:
-    """A queued evaluation of ``submission`` under ``protocol`` (an evaluator Protocol)."""
+def queue_evaluation(submission: Submission, protocol, *, rescore: bool = False, **fields) -> Evaluation:
+    """A queued evaluation of ``submission`` under ``protocol`` (an evaluator Protocol); ``fields``: further
+    fields of the row (an official evaluation's judge model ids)."""
     evaluation = Evaluation.objects.create(
         submission=submission, protocol=protocol.full_name, protocol_name=protocol.name, is_rescore=rescore,
         priority=RESCORE_PRIORITY if rescore else USER_PRIORITY,
-        tasks_total=tasksets.split_tasks(submission.split).count(),
+        tasks_total=tasksets.split_tasks(submission.split).count(), **fields,
     )
     transaction.on_commit(partial(forget_being_scored, submission.split, protocol.full_name))
     return evaluation

@@ -103,6 +103,12 @@ class Evaluation(models.Model):
     )
     protocol_name = models.CharField(max_length=40, default="iwr-det", help_text="Protocol name without version.")
     evaluator_version = models.CharField(max_length=40, blank=True)
+    # Protocol iwr-official only: the judge's model ids, fixed when the evaluation is queued (the worker
+    # passes these, not the settings of the day). Scores of different judges never share a board.
+    judge_model = models.CharField(max_length=200, blank=True, db_index=True,
+                                   help_text="iwr-official: model id of the assertion judge and visual rubric.")
+    grounding_model = models.CharField(max_length=200, blank=True,
+                                       help_text="iwr-official: model id of the grounding agent.")
     is_rescore = models.BooleanField(default=False)
     priority = models.PositiveSmallIntegerField(default=5, help_text="Lower runs first; rescoring waits behind users.")
 

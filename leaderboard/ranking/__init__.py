@@ -73,12 +73,14 @@ from leaderboard.ranking.query import (
     WEIGHTS,
     Query,
     QueryError,
+    board_tabs,
     natural_key,
     parse_query,
     protocol_label,
     protocol_slug,
     protocol_tabs,
     resolve_protocol,
+    scored_judges,
     scored_protocols,
 )
 from leaderboard.ranking.stored import (
@@ -94,10 +96,11 @@ __all__ = [
     "AXIS_LABELS", "CACHE_FORMAT", "CACHE_SECONDS", "CATEGORY_AXES", "CI_RESAMPLES", "CONFIDENCE", "DEFAULT_PROTOCOL",
     "DEFAULT_SPLIT", "ENTRY_FIELDS", "INTERVAL_FIELDS", "PAPER_PROTOCOL", "PAPER_SLUG", "RANK_RESAMPLES", "RANK_SEED",
     "SCORE_FIELDS", "SELECTIONS", "SOURCES", "WEIGHTS", "CategoryBreakdown", "Entry", "Flagged", "Leaderboard",
-    "Query", "QueryError", "assign_ranks", "assign_ties", "boards_changed", "build_entries", "build_flagged",
-    "candidates", "category_breakdown", "category_means", "category_scores", "category_scores_from_results",
-    "competition_ranks", "evaluation_categories", "evaluation_finished", "is_stored", "labels_of", "leaderboard",
-    "model_entries", "natural_key", "one_per_model", "overlap", "pairs_of_evaluations", "pairs_of_submissions",
-    "parse_query", "percent", "protocol_label", "protocol_slug", "protocol_tabs", "rank_ranges", "rank_ranges_of",
-    "resolve_protocol", "results_matrix", "scored_protocols", "task_vectors"
+    "Query", "QueryError", "assign_ranks", "assign_ties", "board_tabs", "boards_changed", "build_entries",
+    "build_flagged", "candidates", "category_breakdown", "category_means", "category_scores",
+    "category_scores_from_results", "competition_ranks", "evaluation_categories", "evaluation_finished", "is_stored",
+    "labels_of", "leaderboard", "model_entries", "natural_key", "one_per_model", "overlap", "pairs_of_evaluations",
+    "pairs_of_submissions", "parse_query", "percent", "protocol_label", "protocol_slug", "protocol_tabs",
+    "rank_ranges", "rank_ranges_of", "resolve_protocol", "results_matrix", "scored_judges", "scored_protocols",
+    "task_vectors",
 ]

@@ -8,6 +8,7 @@ from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import Coalesce, Lower, RowNumber
 
 from evaluator.scoring import competition_ranks, overlapping
+from leaderboard import official
 from leaderboard.models import Evaluation, Submission
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.ranking.confidence import rank_ranges
@@ -32,7 +33,7 @@ def candidates(query: Query):
     """Scored evaluations a view may show, before keeping one per model (a queryset)."""
     rows = Evaluation.objects.filter(
         status=Evaluation.Status.SCORED, protocol=query.protocol, submission__split=query.split,
-        submission__public=True, submission__flagged=False, final__isnull=False,
+        submission__public=True, submission__flagged=False, final__isnull=False, **judge_filter(query),
     )
     baseline = Q(submission__kind=Kind.BASELINE)  # yardsticks stay visible under every filter
     if query.weights != "all":
@@ -44,6 +45,12 @@ def candidates(query: Query):
     elif query.source == "evaluated":
         rows = rows.exclude(submission__kind=Kind.PAPER)
     return rows
+
+
+def judge_filter(query: Query) -> dict:
+    """Only the view's judge: an official board holds one judge's scores (``judge`` "" = no judge)."""
+    judge, grounding = official.judge_models(query.judge) if query.judge else ("", "")
+    return {"judge_model": judge, "grounding_model": grounding}
 
 
 def one_per_model(rows, selection: str):
@@ -119,7 +126,7 @@ def build_flagged(query: Query) -> list[Flagged]:
     """Public entries of the view that maintainers flagged: out of the ranking, reason shown."""
     rows = (Evaluation.objects.filter(status=Evaluation.Status.SCORED, protocol=query.protocol,
                                       submission__split=query.split, submission__public=True,
-                                      submission__flagged=True)
+                                      submission__flagged=True, **judge_filter(query))
             .order_by("submission__model_name", "pk")
             .values_list("pk", "submission__model_name", "submission__organisation", "submission__flag_reason"))
     return [Flagged(*row) for row in rows[:200]]

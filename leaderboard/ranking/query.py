@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from leaderboard import cache as board_cache
+from leaderboard import official
 from leaderboard.cache import CACHE_SECONDS, get_generation
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import PAPER_PROTOCOL
@@ -30,6 +31,7 @@ WEIGHTS = ("all", "open", "proprietary")
 SOURCES = ("all", "evaluated", "reported")
 SELECTIONS = ("best", "latest")
 SEARCH_MAX = 100  # characters of a search (model or organisation)
+JUDGE_MAX = 401  # characters of a judge parameter: two model ids and the separator
 
 
 class QueryError(ValueError):
@@ -47,6 +49,8 @@ class Query:
     source: str = "all"
     selection: str = "best"
     q: str = ""  # search: entries whose model or organisation contains it (ranks stay the whole view's)
+    # iwr-official only: the judge (leaderboard.official.judge_key); each judge's scores are a board of their own.
+    judge: str = ""
 
     def key(self) -> str:
         """A short cache-safe name of the view (protocol names may hold spaces)."""
@@ -57,6 +61,8 @@ class Query:
         """URL parameters that reproduce this view (defaults left out), with ``changes`` applied."""
         query = replace(self, **changes)
         params = {"split": query.split, "protocol": protocol_slug(query.protocol)}
+        if query.judge:
+            params["judge"] = query.judge
         if query.weights != "all":
             params["weights"] = query.weights
         if query.verified:
@@ -79,9 +85,11 @@ def parse_query(params: Mapping[str, str]) -> Query:
     """The view asked for by URL parameters ``split``, ``protocol``, ``weights``, ``verified``,
     ``source``, ``selection`` and ``q`` (search); raises :class:`QueryError` naming a bad value."""
     split = _choice(params, "split", DEFAULT_SPLIT, tuple(Split.values))
+    protocol = resolve_protocol(params.get("protocol") or "")
     return Query(
         split=split,
-        protocol=resolve_protocol(params.get("protocol") or ""),
+        protocol=protocol,
+        judge=parse_judge(protocol, split, params.get("judge") or ""),
         weights=_choice(params, "weights", "all", WEIGHTS),
         verified=_flag(params, "verified"),
         source=_choice(params, "source", "all", SOURCES),
@@ -98,6 +106,22 @@ def parse_search(text: str) -> str:
     if any(ord(char) < 32 or ord(char) == 127 for char in value):
         raise QueryError("q holds control characters: search with plain text")
     return value
+
+
+def parse_judge(protocol: str, split: str, value: str) -> str:
+    """The judge of a view: only official protocols have one; without a ``judge`` parameter, the first
+    judge with scores on the split. Raises QueryError for a judge on a protocol without judges."""
+    value = value.strip()
+    if not official.is_official(protocol):
+        if value:
+            raise QueryError(f"judge={value!r} is not valid: protocol {protocol} has no judge")
+        return ""
+    if len(value) > JUDGE_MAX or any(ord(char) < 32 for char in value):
+        raise QueryError("judge is not valid: use JUDGE-MODEL or JUDGE-MODEL+GROUNDING-MODEL")
+    if value:
+        return official.judge_key(*official.judge_models(value))
+    judges = sorted(judge for (name, judge), splits in scored_judges().items() if name == protocol and split in splits)
+    return judges[0] if judges else ""
 
 
 def _choice(params: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -142,8 +166,10 @@ def protocol_slug(full_name: str) -> str:
     return PAPER_SLUG if full_name == PAPER_PROTOCOL else full_name
 
 
-def protocol_label(full_name: str) -> str:
-    return "Reported in paper (official judge)" if full_name == PAPER_PROTOCOL else full_name
+def protocol_label(full_name: str, judge: str = "") -> str:
+    if full_name == PAPER_PROTOCOL:
+        return "Reported in paper (official judge)"
+    return f"{full_name} ({official.judge_label(judge)})" if judge else full_name
 
 
 def _registered_protocols() -> list[str]:
@@ -164,6 +190,36 @@ def scored_protocols() -> dict[str, set[str]]:
             found.setdefault(protocol, set()).add(split)
         cache.set(key, found, CACHE_SECONDS)
     return found
+
+
+def scored_judges() -> dict[tuple[str, str], set[str]]:
+    """(protocol full name, judge) -> the splits holding scored public evaluations by that judge (cached);
+    the judge is "" for protocols without one."""
+    key = board_cache.key("protocol-judges", generation=get_generation())
+    found = cache.get(key)
+    if found is None:
+        rows = (Evaluation.objects.filter(status=Evaluation.Status.SCORED, submission__public=True)
+                .values_list("protocol", "judge_model", "grounding_model", "submission__split").distinct()
+                .order_by())
+        found = {}
+        for protocol, judge, grounding, split in rows:
+            found.setdefault((protocol, official.judge_key(judge, grounding)), set()).add(split)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
+def board_tabs(split: str) -> list[tuple[str, str]]:
+    """(protocol, judge) of every board worth a tab on ``split``: :func:`protocol_tabs`, with an official
+    protocol version split into one tab per judge (their scores never share a ranking)."""
+    tabs = []
+    for name in protocol_tabs(split):
+        if official.is_official(name):
+            judges = sorted(judge for (protocol, judge), splits in scored_judges().items()
+                            if protocol == name and split in splits)
+            tabs += [(name, judge) for judge in judges or [""]]
+        else:
+            tabs.append((name, ""))
+    return tabs
 
 
 def protocol_tabs(split: str) -> list[str]:

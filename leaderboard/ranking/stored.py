@@ -72,8 +72,10 @@ def leaderboard(query: Query) -> Leaderboard:
 
 
 def is_stored(query: Query) -> bool:
-    """Whether the view is one kept as a stored board: no filter, no search."""
-    return query.weights == "all" and not query.verified and query.source == "all" and not query.q
+    """Whether the view is one kept as a stored board: no filter, no search, no judge (an official
+    protocol's boards, one per judge model, are few and small: they are ranked on demand)."""
+    return (query.weights == "all" and not query.verified and query.source == "all" and not query.q
+            and not query.judge)
 
 
 def _stored_or_ranked(query: Query, generation: int) -> Leaderboard:

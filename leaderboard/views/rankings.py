@@ -70,7 +70,8 @@ def categories(request):
     context = {
         "board": board, "query": query, "sections": sections, "metric": metric, "page": page,
         "page_links": _numbered_links("leaderboard-categories", params, page),
-        "metric_label": charts.METRIC_LABELS[metric], "protocol_label": ranking.protocol_label(query.protocol),
+        "metric_label": charts.METRIC_LABELS[metric],
+        "protocol_label": ranking.protocol_label(query.protocol, query.judge),
         "metric_tabs": [{"label": charts.METRIC_LABELS[m], "current": m == metric,
                          "url": link("leaderboard-categories", {**query.params(), "metric": m})} for m in METRICS],
         "board_url": link("home", query.params()),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -29,7 +30,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from leaderboard import access, charts, heldout, ranking
+from leaderboard import access, charts, heldout, official, ranking
 from leaderboard.models import Evaluation, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS
 from leaderboard.models.tasks import Task
@@ -306,14 +307,18 @@ def standing(evaluation: Evaluation) -> ranking.Entry | None:
     if evaluation.status != Evaluation.Status.SCORED:
         return None
     query = ranking.Query(split=evaluation.submission.split, protocol=evaluation.protocol,
-                          selection=settings.LEADERBOARD_SELECTION)
+                          selection=settings.LEADERBOARD_SELECTION, judge=_judge(evaluation))
     board = ranking.leaderboard(query)
     return next((entry for entry in board.entries if entry.evaluation_id == evaluation.pk), None)
 
 
 def _board_url(evaluation: Evaluation) -> str:
-    params = {"split": evaluation.submission.split, "protocol": ranking.protocol_slug(evaluation.protocol)}
-    return reverse("home") + "?" + "&".join(f"{k}={v}" for k, v in params.items())
+    query = ranking.Query(split=evaluation.submission.split, protocol=evaluation.protocol, judge=_judge(evaluation))
+    return reverse("home") + "?" + urlencode(query.params(selection=settings.LEADERBOARD_SELECTION))
+
+
+def _judge(evaluation: Evaluation) -> str:
+    return official.judge_key(evaluation.judge_model, evaluation.grounding_model)
 
 
 @require_GET
@@ -326,7 +331,9 @@ def evaluation_results(request, evaluation_id: int):
         "scores": {name: ranking.percent(getattr(evaluation, name)) for name in SCORE_FIELDS},
         "intervals": {name: _interval(evaluation, name) for name in ("final", "ifs", "vfs")},
         "board_url": _board_url(evaluation),
-        "protocol_label": ranking.protocol_label(evaluation.protocol),
+        "protocol_label": ranking.protocol_label(evaluation.protocol, _judge(evaluation)),
+        "agreement_url": (reverse("evaluation-agreement", args=[evaluation.pk])
+                          if official.is_official(evaluation.protocol) else ""),
         "can_manage": access.can_manage(request.user, evaluation.submission),
         **evaluation_context(request, evaluation),
     }

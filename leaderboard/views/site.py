@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from leaderboard import official
 from leaderboard.health import run_checks
 from leaderboard.models.tasks import Split
 
@@ -26,7 +27,15 @@ def about(request):
     quotas = [{"split": split, "limit": int(settings.SUBMISSION_QUOTAS.get(split, 0))}
               for split in (Split.TEST, Split.DEV)]
     return render(request, "leaderboard/about.html",
-                  {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB})
+                  {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB, "official": _official()})
+
+
+def _official() -> dict:
+    """What the About page says of the paper's judge here: which models, and which splits it is sent."""
+    config = official.judge_settings()
+    return {"available": not official.unavailable_reason(), "judge_model": config.judge_model,
+            "grounding_model": config.grounding_model, "host": official.judge_host(),
+            "test_judged": official.may_judge_split(Split.TEST)}
 
 
 @require_GET

@@ -44,6 +44,7 @@ from evaluator.outputs import (
     read_results,
     read_task_result,
 )
+from leaderboard import official
 from leaderboard.heldout import failed_run, rejected_output, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
@@ -154,6 +155,10 @@ class EvaluatorRun:
         except ValueError:
             return Outcome.failed(Kind.EVALUATOR, f"Protocol {self.evaluation.protocol} is no longer available on "
                                                   "this server; a maintainer will rescore. Not charged.")
+        if self.official:  # the judge's settings of this server, checked before anything is copied
+            reason = official.job_refusal(self.evaluation)
+            if reason:
+                return Outcome.failed(Kind.INFRASTRUCTURE, f"{reason} Not charged.")
         self.tasks = job_tasks(self.evaluation)
         if not self.tasks:
             return Outcome.failed(Kind.EVALUATOR, "The split has no published tasks any more. Not charged.")
@@ -174,13 +179,25 @@ class EvaluatorRun:
         make_read_only(self.dir / "bundle")
         return None if self.heartbeat() else Outcome("lost")
 
+    @property
+    def official(self) -> bool:
+        return official.is_official(self.evaluation.protocol)
+
+    @property
+    def time_limit(self) -> int:
+        """Official jobs wait for the judge and run CPU models: they have a limit of their own."""
+        return settings.OFFICIAL_TIME_LIMIT_SECONDS if self.official else settings.EVALUATION_TIME_LIMIT_SECONDS
+
     def command(self) -> list[str]:
         if settings.EVALUATOR_SANDBOX == "container":
             return self.container_command()
-        base = shlex.split(settings.EVALUATOR_COMMAND) or [sys.executable, "-m", "evaluator"]
+        words = settings.OFFICIAL_EVALUATOR_COMMAND if self.official else ""  # the optional environment's evaluator
+        base = shlex.split(words or settings.EVALUATOR_COMMAND) or [sys.executable, "-m", "evaluator"]
         command = [*base, "score", "--data", str(self.data_path), "--bundle", str(self.dir / "bundle"),
                    "--out", str(self.out_dir), "--protocol", self.evaluation.protocol,
-                   "--time-limit", str(settings.EVALUATION_TIME_LIMIT_SECONDS)]
+                   "--time-limit", str(self.time_limit)]
+        if self.official:
+            command += official.judge_arguments(self.evaluation.judge_model, self.evaluation.grounding_model)
         if settings.EVALUATOR_WORKERS:
             command += ["--workers", str(settings.EVALUATOR_WORKERS)]
         if settings.EVALUATOR_SANDBOX:
@@ -244,11 +261,13 @@ class EvaluatorRun:
         env = isolation.launcher_environment(str(tmp))
         if settings.EVALUATOR_SANDBOX != "container":
             env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
+        if self.official:  # for the judge relay, outside the sandbox: the job's own environment never has it
+            env.update(official.launcher_key())
         return env
 
     def watch(self) -> Outcome:
         """Save results as they appear, beat the heart, enforce the limit, notice a lost claim."""
-        limit = settings.EVALUATION_TIME_LIMIT_SECONDS
+        limit = self.time_limit
         next_beat = 0.0
         while True:
             self.collect()
@@ -337,6 +356,9 @@ class EvaluatorRun:
             self.keep_artifacts(document)
         except OutputError as exc:
             return Outcome(*rejected_output(exc.rule, str(exc)))
+        problem = official.judge_problem(document, self.evaluation) if self.official else ""
+        if problem:  # an incomplete official run is never published (nor charged: it is the judge's doing)
+            return Outcome.failed(Kind.EVALUATOR, problem)
         return Outcome("scored", results=document)
 
     def keep_artifacts(self, document: dict) -> None:

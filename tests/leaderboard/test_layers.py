@@ -3,7 +3,7 @@ and no modules import each other in a circle (function-level imports included).
 
     0 foundations  models, env, cache, crypto, secrecy, checks, the Celery app, web-tier settings
     1 rules, reads access, quotas, tasksets, ranking, exports, charts, notifications, previews, board_pages,
-                   accounts, held-out charging, file serving, mail
+                   accounts, held-out charging, file serving, mail, the official judge's settings, agreement
     2 intake       forms, accepting, cancelling, rescoring, status payloads, dispatch (leaderboard/intake/)
     3 worker       claims, evaluator run, scoring, generating, reaper (leaderboard/worker/)
     4 adapters     Celery tasks, views, API, admin, management commands, urls, settings, middleware
@@ -27,7 +27,7 @@ LAYERS = {
     1: ("leaderboard.access", "leaderboard.quotas", "leaderboard.tasksets", "leaderboard.ranking",
         "leaderboard.exports", "leaderboard.charts", "leaderboard.notifications", "leaderboard.previews",
         "leaderboard.board_pages", "leaderboard.accounts", "leaderboard.heldout", "leaderboard.serving",
-        "leaderboard.mail"),
+        "leaderboard.mail", "leaderboard.official", "leaderboard.agreement"),
     2: ("leaderboard.intake",),
     3: ("leaderboard.worker",),
     4: ("leaderboard.tasks", "leaderboard.views", "leaderboard.api", "leaderboard.admin", "leaderboard.management",
