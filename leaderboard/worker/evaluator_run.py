@@ -47,7 +47,8 @@ from evaluator.outputs import (
 from leaderboard.heldout import failed_run, rejected_output, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
-from leaderboard.secrecy import scrub, split_secrets
+from leaderboard.models.tasks import Split
+from leaderboard.secrecy import TASK_LINES_HIDDEN, job_level_log, scrub, split_secrets
 from leaderboard.tasksets import split_tasks, write_job_dataset
 from leaderboard.worker import containers
 from leaderboard.worker.claims import EVALUATIONS
@@ -327,7 +328,7 @@ class EvaluatorRun:
     def outcome(self, returncode: int) -> Outcome:
         if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
             oom = bool(self.container_name) and self.container_oom_killed()
-            return Outcome(*failed_run(returncode, self.log_tail(), oom))
+            return Outcome(*failed_run(returncode, self.log_tail(), oom, self.log_tail(shown=True)))
         path = self.out_dir / "results.json"
         if not path.exists() and not path.is_symlink():
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
@@ -357,8 +358,13 @@ class EvaluatorRun:
             return f"(the log was not read: {exc})"
         return text
 
-    def log_tail(self) -> str:
-        lines = [line for line in self.scrubbed_log().splitlines() if line.strip()]
+    def log_tail(self, shown: bool = False) -> str:
+        """The log's last line; ``shown``: the last one a failure reason may quote. Everyone who may open
+        the submission reads that reason (the owner gets it by mail): of a held-out job, a line naming no task."""
+        text = self.scrubbed_log()
+        if shown and any(task.split == Split.TEST for task in self.tasks.values()):
+            text = job_level_log(text, self.tasks)
+        lines = [line for line in text.splitlines() if line.strip() and line != TASK_LINES_HIDDEN]
         return lines[-1] if lines else ""
 
     def scrubbed_log(self) -> str:
