@@ -476,7 +476,10 @@ class _Worker:
             return replay_task(browser, run)
         except Exception as exc:  # a bug or broken input must cost this task only, not the run
             log.exception("task %s failed", key)
-            return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
+            from evaluator.outputs import strip_server_paths
+
+            why = strip_server_paths(str(exc))  # shown to the submitter: a file by its name, not its server path
+            return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {why[:200]}"}
 
 
 def _warm_up() -> None:

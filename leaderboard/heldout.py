@@ -47,6 +47,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 
+from evaluator.outputs import strip_server_paths
 from evaluator.scoring import CATEGORY_AXES, UNLABELLED
 from leaderboard import access
 from leaderboard import cache as board_cache
@@ -65,7 +66,7 @@ CHARGED_NOTE = ("Failures caused by the submitted pages count against your daily
 def failed_run(returncode: int, last_line: str, oom_killed: bool, quoted: str | None = None) -> tuple[str, str, str]:
     """(outcome status, failure kind, reason) of an evaluator that exited with ``returncode`` != 0, told by
     the log's ``last_line``; the reason quotes ``quoted`` (the last line its readers may see) instead when given."""
-    shown = last_line if quoted is None else quoted
+    shown = strip_server_paths(last_line if quoted is None else quoted)  # the job folder is the server's business
     detail = f" Last message: {shown[:300]}" if shown else ""
     if oom_killed:
         return "failed", Kind.PAGE, ("The evaluator ran out of memory while scoring your pages and was stopped. "

@@ -110,6 +110,11 @@ def test_failures_caused_by_the_pages_are_charged_and_only_infrastructure_retrie
     assert (kind in heldout.CHARGED_KINDS) == (status == "failed")
 
 
+def test_a_failure_reason_quotes_no_server_path():
+    _status, _kind, reason = heldout.failed_run(1, "error: /srv/iwr/var/jobs/7/attempt-1/data.jsonl: bad", False)
+    assert "Last message: error: data.jsonl: bad" in reason and "/srv" not in reason
+
+
 @pytest.mark.parametrize(("kind", "stays_charged"), [
     (Evaluation.FailureKind.PAGE, True), (Evaluation.FailureKind.TIME_LIMIT, True),
     (Evaluation.FailureKind.INFRASTRUCTURE, False), (Evaluation.FailureKind.EVALUATOR, False),
