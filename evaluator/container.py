@@ -14,8 +14,10 @@ data, no bundle, and reads nothing but the reference checkpoints.
 
 The container has no network at all, a read-only root filesystem with a small ``/tmp``,
 a non-root user, every capability dropped, ``no-new-privileges``, and memory (swap
-disabled), process and CPU limits; a wall-clock limit kills it. It is always removed
-afterwards, whatever happened, and the outcome says why it ended. It gets no host path but
+disabled), process and CPU limits. Its wall-clock limit is its own (:func:`wall_clock`): the
+container's first process runs the job under ``timeout``, so the container ends at its limit even
+when whoever started it was killed and no sweep runs; so does the OCR-fill container. It is always
+removed afterwards, whatever happened, and the outcome says why it ended. It gets no host path but
 the job folder (and the OCR cache, read-only) and no environment variable of the dispatcher's:
 only the image's own settings and :data:`CONTAINER_ENV`.
 
@@ -46,6 +48,12 @@ SECCOMP_PROFILE = Path(__file__).resolve().parents[1] / "docker" / "seccomp-eval
 # The only variables the dispatcher sets in a job; everything else comes from the image (Dockerfile.evaluator).
 CONTAINER_ENV = {"HOME": "/tmp"}  # noqa: S108 - the container's private tmpfs: Chromium keeps small caches in HOME
 FILL_TIME_S = 900  # a fill starts no new picture after this; the next job's fill goes on
+FILL_FINISH_S = 120  # the picture a fill is reading at FILL_TIME_S: its container's own limit is the sum
+INIT = "/usr/bin/tini"  # the image's first process: passes signals on, reaps what the job leaves
+TIMEOUT = "/usr/bin/timeout"  # GNU coreutils, in every Debian image
+WALL_CLOCK_GRACE_S = 10  # SIGTERM at the limit, SIGKILL this much later (Chromium and videos wind down)
+TIMED_OUT_STATUS = 124  # timeout's exit status once the limit was reached (137 when it had to kill)
+JOB_COMMAND = (PYTHON, "-m", "evaluator", "job", "/job")  # the image's own entry point, under its wall clock
 
 log = logging.getLogger(__name__)
 
@@ -141,36 +149,48 @@ def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, e
         "--volume", f"{job_dir}:/job:ro",
         "--volume", f"{job_dir / 'out'}:/job/out:rw",
         *cache,
-        image, "/job",
+        "--entrypoint", INIT, image, "--", *wall_clock(limits.wall_clock_s), *JOB_COMMAND,
     ]
 
 
+def wall_clock(limit_s: float) -> list[str]:
+    """The command prefix that ends a container's job at ``limit_s`` from inside the container: SIGTERM
+    to the job's whole process group, SIGKILL :data:`WALL_CLOCK_GRACE_S` later; the container's first
+    process then exits, and the engine ends every process left in it. Nothing outside need be alive."""
+    return [TIMEOUT, f"--kill-after={WALL_CLOCK_GRACE_S}s", f"{max(1, int(limit_s + 0.999))}s"]
+
+
+def label_args(labels: dict[str, str] | None) -> list[str]:
+    return [word for name, value in (labels or {}).items() for word in ("--label", f"{name}={value}")]
+
+
 def fill_command(data_path: Path, ocr_cache: Path, image: str, name: str, limits: ContainerLimits,
-                 protocol: str = "iwr-det", engine: str = "docker") -> list[str]:
+                 protocol: str = "iwr-det", engine: str = "docker", labels: dict[str, str] | None = None) -> list[str]:
     """``docker run --detach`` of a container that reads the reference checkpoints of ``data_path`` (a
     task set's data.jsonl) into ``ocr_cache``: the only container that may write the cache, so it gets
-    the task data alone. It removes itself when done."""
+    the task data alone. It removes itself when done, and ends at its own wall clock (FILL_TIME_S +
+    FILL_FINISH_S); ``labels`` (the job's, leaderboard/worker/containers.py) let the sweeps find it."""
     data_path = data_path.resolve()
     return [
-        engine_binary(engine), "run", "--detach", "--rm", "--name", name, *_isolation(limits),
+        engine_binary(engine), "run", "--detach", "--rm", "--name", name, *label_args(labels), *_isolation(limits),
         "--user", _cache_owner(),
         # The task set alone (data.jsonl and its folder named after it), not the job folder with the bundle.
         "--volume", f"{data_path}:{TASK_SET}/{data_path.name}:ro",
         "--volume", f"{data_path.parent / data_path.stem}:{TASK_SET}/{data_path.stem}:ro",
         "--volume", f"{Path(ocr_cache).resolve()}:{OCR_CACHE_MOUNT}:rw",
-        "--entrypoint", PYTHON,
-        image, "-m", "evaluator", "ocr-cache", "--data", f"{TASK_SET}/{data_path.name}", "--dir", OCR_CACHE_MOUNT,
+        "--entrypoint", INIT, image, "--", *wall_clock(FILL_TIME_S + FILL_FINISH_S),
+        PYTHON, "-m", "evaluator", "ocr-cache", "--data", f"{TASK_SET}/{data_path.name}", "--dir", OCR_CACHE_MOUNT,
         "--protocol", protocol, "--workers", str(max(1, int(limits.cpus))), "--time-limit", str(FILL_TIME_S),
     ]
 
 
 def start_fill(data_path: Path, ocr_cache: Path, image: str, name: str, limits: ContainerLimits,
-               protocol: str = "iwr-det", engine: str = "docker") -> bool:
+               protocol: str = "iwr-det", engine: str = "docker", labels: dict[str, str] | None = None) -> bool:
     """Start filling the cache beside a job (which reads whatever is there by then); never raises:
     a cache not filled costs time, not scores."""
     try:
         prepare_ocr_cache(ocr_cache)
-        done = subprocess.run(fill_command(data_path, ocr_cache, image, name, limits, protocol, engine),
+        done = subprocess.run(fill_command(data_path, ocr_cache, image, name, limits, protocol, engine, labels),
                               capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("OCR cache fill not started: %s", exc)
@@ -249,6 +269,7 @@ def _run_and_inspect(command: list[str], name: str, limits: ContainerLimits, eng
         return ContainerOutcome(exit_code=None, engine_error=lines[-1] if lines else "could not start the container")
     tail = ((proc.stdout or "") + (proc.stderr or "")).strip().splitlines()[-20:]
     exit_code = state.get("ExitCode", proc.returncode) if state else proc.returncode
+    timed_out = timed_out or exit_code == TIMED_OUT_STATUS  # the container's own wall clock ended it
     # 137 = killed by SIGKILL: with no wall-clock kill, that is the kernel's OOM killer in the cgroup.
     oom_killed = bool(state and state.get("OOMKilled")) or (exit_code == 137 and not timed_out)
     return ContainerOutcome(exit_code=exit_code, oom_killed=oom_killed, timed_out=timed_out, log_tail=tail)

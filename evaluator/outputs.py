@@ -11,7 +11,10 @@ only through these functions:
 - :func:`read_task_result`: one ``tasks/<id>/result.json`` under the same per-task rules;
 - :func:`copy_artifacts`: only regular files of allowed types and sizes, under safe names, with
   a bound per job (no symlinks, FIFOs, devices or sockets; nothing outside the folder);
-- :func:`read_log_tail` and :func:`read_appended`: bounded reads, whatever the file's size.
+- :func:`read_log_tail` and :func:`read_appended`: bounded reads, whatever the file's size;
+- :func:`strip_server_paths`: the reasons a task result gives (its error, each step's reason, visual
+  error and assertion reason) name files by their own name, never by an absolute path on the server
+  (results are shown to submitters): :func:`check_task_result` rewrites any that do.
 
 Every violation raises :class:`OutputError`, whose ``rule`` names the broken rule and whose
 message says what broke it. Pure Python, no Django.
@@ -37,6 +40,8 @@ SCORE_FIELDS = scoring.SCORE_KEYS
 TASK_REQUIRED = {*SCORE_FIELDS, "steps_passed", "steps_total", "steps", "error"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TOLERANCE = 1e-9  # scores are recomputed in the same floating point: only rounding may differ
+# An absolute path of two parts or more, not part of a URL ("http://host/a/b") or of a relative path ("tasks/1/a").
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~%-])(?:/[^\s'\"/:()\[\]{},;]+){2,}/?")
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,26 @@ def check_task_result(result: Any, task: Any, limits: OutputLimits = OutputLimit
         raise OutputError("schema", f"task {key}: error is not a string or null")
     if not result["error"]:
         _check_consistent(result, key)
+    _strip_reasons(result)
     return result
+
+
+def strip_server_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last part (``/srv/tasks/t1/step_3.png`` -> ``step_3.png``)."""
+    return ABSOLUTE_PATH.sub(lambda match: match.group(0).rstrip("/").rpartition("/")[2], text)
+
+
+def _strip_reasons(result: dict) -> None:
+    """The reasons of a task result (shown to submitters) without absolute paths, whoever wrote them."""
+    if result["error"]:
+        result["error"] = strip_server_paths(result["error"])
+    for step in result["steps"]:
+        if not isinstance(step, dict):
+            continue
+        for record, name in ((step, "reason"), (step.get("visual"), "error"), (step.get("visual"), "skipped"),
+                             (step.get("assertion"), "reason")):
+            if isinstance(record, dict) and isinstance(record.get(name), str):
+                record[name] = strip_server_paths(record[name])
 
 
 def action_count(task: Any) -> int | None:

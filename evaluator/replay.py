@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.browser import Browser, rss_bytes
+from evaluator.outputs import ABSOLUTE_PATH, strip_server_paths
 from evaluator.page_session import JsonPage, SiteMap, page_session
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,9 @@ def _drive(browser: Browser, run: TaskRun, limits: ReplayLimits, watchdog: Watch
                 session.context.set_default_timeout((limits.action_timeout_s + limits.kill_grace_s) * 1000)
                 error = _run_steps(session, run, limits, watchdog, started, steps, visuals)
                 _read_page_counts(session, watchdog, steps)
+        except ReferenceUnreadable as exc:  # the assertion judge could not read the task set's checkpoint
+            error = f"task data: {exc}"
+            log.info("task %s ended early: %s", run.task.key, error)
         except Exception as exc:  # the page or browser broke outside a step: the task still gets a result
             error = error or _failure_reason(exc, watchdog, session)
             log.info("task %s ended early: %s", run.task.key, error)
@@ -364,7 +368,10 @@ def _reference_delta(run: TaskRun, k: int):
     if pair is None:
         return None  # no reference checkpoint pair for this action: the judge uses the page alone
     kept = getattr(run.reference_cache, "directory", None)  # pixel changes are kept beside the reference OCR
-    return reference_delta(run.task, pair[1], run.ref_cache, run.params, before_k=pair[0], cache_dir=kept)
+    try:
+        return reference_delta(run.task, pair[1], run.ref_cache, run.params, before_k=pair[0], cache_dir=kept)
+    except (OSError, ValueError) as exc:  # MetricError included: a checkpoint of the task set is unreadable
+        raise _unreadable(exc, f"of action {k}") from exc
 
 
 def _step_record(k: int, action) -> dict:
@@ -408,7 +415,7 @@ def _failure_reason(exc: BaseException | None, watchdog: Watchdog, session) -> s
         return "memory: the page's renderer exceeded the memory limit (renderer killed)"
     if session is not None and session.crashed:
         return "crashed: the page's renderer crashed"
-    text = str(exc or "").strip().splitlines()
+    text = strip_server_paths(str(exc or "")).strip().splitlines()
     first = text[0] if text else type(exc).__name__
     if "Timeout" in type(exc).__name__ or "Timeout" in first:
         return f"timeout: {first[:200]}"
@@ -481,7 +488,7 @@ class Visuals:
                 self.reference_errors.append(str(exc))
                 scores = {"low_level": 0.0, "high_level": 0.0}
             except Exception as exc:  # an unreadable screenshot costs this checkpoint, not the task
-                step["visual"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+                step["visual"] = {"error": f"{type(exc).__name__}: {strip_server_paths(str(exc))[:200]}"}
                 scores = {"low_level": 0.0, "high_level": 0.0}
             else:
                 step["visual"] = _jsonable(scores)
@@ -491,6 +498,14 @@ class Visuals:
 
 class ReferenceUnreadable(RuntimeError):
     """A reference checkpoint of the task set could not be read (a broken or truncated file)."""
+
+
+def _unreadable(exc: BaseException, fallback: str) -> ReferenceUnreadable:
+    """The checkpoint named by the file the error names (else ``fallback``), never by its path on the server."""
+    why = (str(exc).splitlines() or [type(exc).__name__])[0]
+    named = ABSOLUTE_PATH.search(why)
+    name = named.group(0).rstrip("/").rpartition("/")[2] if named else fallback
+    return ReferenceUnreadable(f"the reference checkpoint {name} could not be read ({strip_server_paths(why)[:200]})")
 
 
 def _counts_visually(step: dict) -> bool:
@@ -509,8 +524,7 @@ def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> d
     try:
         ref_image = load_image(ref)  # decoded once for the kept cache's reading and for every metric
     except Exception as exc:  # noqa: BLE001 - whatever the decoder says, the reference is unusable
-        why = (str(exc).splitlines() or [type(exc).__name__])[0].replace(f"{str(ref)!r}", ref.name)
-        raise ReferenceUnreadable(f"the reference checkpoint {ref.name} could not be read ({why[:200]})") from exc
+        raise _unreadable(exc, ref.name) from exc
     return score_checkpoint(ref_image, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
                             gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref_image))
 

@@ -492,7 +492,10 @@ class _Worker:
             result = replay_task(browser, run)
         except Exception as exc:  # a bug or broken input must cost this task only, not the run
             log.exception("task %s failed", key)
-            return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
+            from evaluator.outputs import strip_server_paths
+
+            why = strip_server_paths(str(exc))  # shown to the submitter: a file by its name, not its server path
+            return {**_missing(task), "error": f"internal error: {type(exc).__name__}: {why[:200]}"}
         if self.official is not None and self.official.error:
             from evaluator.official.record import incomplete
 

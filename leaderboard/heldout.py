@@ -8,6 +8,11 @@ JSON, the results download and the API alike). ``IWR_HELDOUT_TASK_RESULTS=1`` op
 everyone who may open the submission. Otherwise a few submissions a day could be steered task by
 task towards the hidden ground truth.
 
+What the log says. The evaluator log names the task whose browser worker crashed or timed out, and
+prints each task's score as it finishes: for those who may not see per-task results, its lines that
+name a task of the split are left out (:func:`log_for`; held-out ground truth is scrubbed from the
+stored log for everyone, :mod:`leaderboard.secrecy`). Failure reasons quote only such job-level lines.
+
 What is charged. A scoring that fails because of the submitted pages (the evaluator running out
 of memory, crashing, exiting with an error, running past the time limit, or the job writing output
 that breaks a rule of :mod:`evaluator.outputs`) counts against the daily quota like a scored one:
@@ -42,10 +47,12 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 
+from evaluator.outputs import strip_server_paths
 from evaluator.scoring import CATEGORY_AXES, UNLABELLED
 from leaderboard import access
 from leaderboard import cache as board_cache
 from leaderboard.models import Evaluation, Task
+from leaderboard.secrecy import job_level_log
 
 Kind = Evaluation.FailureKind
 # The submitter's doing: these failures stay charged; every other failure is refunded.
@@ -56,8 +63,11 @@ CHARGED_NOTE = ("Failures caused by the submitted pages count against your daily
                 "failures are refunded.")
 
 
-def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, str, str]:
-    """(outcome status, failure kind, reason) of an evaluator that exited with ``returncode`` != 0."""
+def failed_run(returncode: int, last_line: str, oom_killed: bool, quoted: str | None = None) -> tuple[str, str, str]:
+    """(outcome status, failure kind, reason) of an evaluator that exited with ``returncode`` != 0, told by
+    the log's ``last_line``; the reason quotes ``quoted`` (the last line its readers may see) instead when given."""
+    shown = strip_server_paths(last_line if quoted is None else quoted)  # the job folder is the server's business
+    detail = f" Last message: {shown[:300]}" if shown else ""
     if oom_killed:
         return "failed", Kind.PAGE, ("The evaluator ran out of memory while scoring your pages and was stopped. "
                                      "A page that allocates without bound is the usual cause. " + CHARGED_NOTE)
@@ -69,7 +79,6 @@ def failed_run(returncode: int, last_line: str, oom_killed: bool) -> tuple[str, 
         what = f"was killed by signal {-returncode} (a crash, or the system running out of memory)"
     else:
         what = f"stopped with exit status {returncode}"
-    detail = f" Last message: {last_line[:300]}" if last_line else ""
     return "failed", Kind.PAGE, (f"The evaluator {what} while scoring your pages. {CHARGED_NOTE} Maintainers "
                                  f"can see the log and give the slot back when the fault was ours.{detail}")
 
@@ -86,6 +95,23 @@ def rejected_output(rule: str, message: str) -> tuple[str, str, str]:
     forged results cannot probe the held-out tasks for free."""
     return "failed", Kind.PAGE, (f"The job's output broke the rule '{rule}' and nothing of it was kept "
                                  f"({message[:300]}). {CHARGED_NOTE}")
+
+
+def log_for(viewer, evaluation: Evaluation) -> str:
+    """The evaluation's log as ``viewer`` (who may manage it) may read it: whole where per-task results
+    are shown to them, else without the lines naming a task of its split (:func:`leaderboard.secrecy.job_level_log`)."""
+    split = evaluation.submission.split
+    if access.shows_task_results(viewer, split) or not evaluation.log:
+        return evaluation.log
+    return job_level_log(evaluation.log, task_keys(split, evaluation))
+
+
+def task_keys(split: str, evaluation: Evaluation | None = None) -> set[str]:
+    """Every task id of ``split`` (published or not), and those ``evaluation`` has results for."""
+    keys = set(Task.objects.for_split(split).values_list("key", flat=True))
+    if evaluation is not None:
+        keys |= set(evaluation.task_results.values_list("task__key", flat=True))
+    return keys
 
 
 # --------------------------------------------------------------------------- per-category scores

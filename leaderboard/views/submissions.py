@@ -20,7 +20,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from leaderboard import access, quotas, ranking
+from leaderboard import access, heldout, quotas, ranking
 from leaderboard.intake import bundles, entries, evaluations, status
 from leaderboard.models import Evaluation, GenerationJob, Submission
 from leaderboard.models.submissions import SCORE_FIELDS
@@ -131,6 +131,8 @@ def submission_detail(request, pk: int):
         "entry_form": entries.EntryForm(instance=submission) if access.may_edit_entry(request.user, submission)
         else None,
         "public_results": access.may_read_results(AnonymousUser(), submission),
+        "log": heldout.log_for(request.user, evaluation) if evaluation is not None and access.can_manage(
+            request.user, submission) else "",
         "default_temperature": submission.kind == Submission.Kind.ENDPOINT and GenerationJob.objects.filter(
             submission=submission, ran_at_default_temperature=True).exists(),
     }
@@ -155,7 +157,7 @@ def submission_progress(request, pk: int):
     state["tasks"] = status.task_rows(evaluation, request.user)
     state["rows"] = replays.task_rows(evaluation, request.user) if evaluation is not None else []
     if evaluation is not None and evaluation.is_finished and access.can_manage(request.user, submission):
-        state["log"] = evaluation.log
+        state["log"] = heldout.log_for(request.user, evaluation)
     return JsonResponse(state, encoder=DjangoJSONEncoder)
 
 

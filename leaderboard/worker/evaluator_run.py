@@ -48,7 +48,8 @@ from leaderboard import official
 from leaderboard.heldout import failed_run, rejected_output, time_limit_reason
 from leaderboard.models import Evaluation, Task, TaskResult
 from leaderboard.models.submissions import SCORE_FIELDS, copy_bundle
-from leaderboard.secrecy import scrub, split_secrets
+from leaderboard.models.tasks import Split
+from leaderboard.secrecy import TASK_LINES_HIDDEN, job_level_log, scrub, split_secrets
 from leaderboard.tasksets import split_tasks, write_job_dataset
 from leaderboard.worker import containers
 from leaderboard.worker.claims import EVALUATIONS
@@ -218,21 +219,30 @@ class EvaluatorRun:
         self.container_name = f"iwr-eval-{self.evaluation.pk}-{self.token[:8]}"
         containers.remove_stray_containers()  # whoever started them died without removing them
         # The job reads the shared reference OCR cache read-only; a trusted container beside it fills it.
+        # Both carry the attempt's labels, and each has its own wall clock inside the engine.
+        labels = self.label_values()
         container.start_fill(self.data_path, ocr_cache_dir(), settings.EVALUATOR_IMAGE, f"{self.container_name}-ocr",
-                             container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE)
+                             container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE, labels)
+        # The job's own clock runs past the worker's (limit + grace, when the worker stops it): it only
+        # fires when nobody watches; then the job ends by the deadline its labels give the sweeps.
+        limits = container_limits(wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS + STOP_GRACE_SECONDS)
         command = container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
-                                        container_limits(), settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
-        return [*command[:2], *self.container_labels(), *command[2:]]
+                                        limits, settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
+        return [*command[:2], *self.container_labels(labels), *command[2:]]
 
-    def container_labels(self) -> list[str]:
+    def label_values(self) -> dict[str, str]:
+        """Who runs the containers of this attempt and until when (:func:`containers.job_labels`)."""
+        node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
+        deadline = time.time() + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
+        return containers.job_labels(node, self.evaluation.pk, self.evaluation.attempts, deadline)
+
+    def container_labels(self, labels: dict[str, str] | None = None) -> list[str]:
         """Who runs the container and for which attempt: the reaper and a restarted dispatcher find and
         remove the containers nobody watches any more (:mod:`leaderboard.worker.containers`); the
         engine stops one within the worker's own grace period."""
-        node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
-        deadline = time.time() + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
-        labels = containers.job_labels(node, self.evaluation.pk, self.evaluation.attempts, deadline)
-        return [*(word for name, value in labels.items() for word in ("--label", f"{name}={value}")),
-                "--stop-timeout", str(STOP_GRACE_SECONDS)]
+        from evaluator import container
+
+        return [*container.label_args(labels or self.label_values()), "--stop-timeout", str(STOP_GRACE_SECONDS)]
 
     def remove_container(self) -> None:
         """A container outlives a killed ``docker run`` client: stop and remove it explicitly."""
@@ -345,8 +355,12 @@ class EvaluatorRun:
 
     def outcome(self, returncode: int) -> Outcome:
         if returncode != 0:  # charged unless the infrastructure stopped it (leaderboard/heldout.py)
+            from evaluator.container import TIMED_OUT_STATUS
+
+            if self.container_name and returncode == TIMED_OUT_STATUS:  # the container's own wall clock
+                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS))
             oom = bool(self.container_name) and self.container_oom_killed()
-            return Outcome(*failed_run(returncode, self.log_tail(), oom))
+            return Outcome(*failed_run(returncode, self.log_tail(), oom, self.log_tail(shown=True)))
         path = self.out_dir / "results.json"
         if not path.exists() and not path.is_symlink():
             return Outcome.failed(Kind.EVALUATOR, "The evaluator finished without writing its results. "
@@ -379,8 +393,13 @@ class EvaluatorRun:
             return f"(the log was not read: {exc})"
         return text
 
-    def log_tail(self) -> str:
-        lines = [line for line in self.scrubbed_log().splitlines() if line.strip()]
+    def log_tail(self, shown: bool = False) -> str:
+        """The log's last line; ``shown``: the last one a failure reason may quote. Everyone who may open
+        the submission reads that reason (the owner gets it by mail): of a held-out job, a line naming no task."""
+        text = self.scrubbed_log()
+        if shown and any(task.split == Split.TEST for task in self.tasks.values()):
+            text = job_level_log(text, self.tasks)
+        lines = [line for line in text.splitlines() if line.strip() and line != TASK_LINES_HIDDEN]
         return lines[-1] if lines else ""
 
     def scrubbed_log(self) -> str:
@@ -422,11 +441,12 @@ def ocr_cache_dir() -> Path:
     return Path(settings.DATA_DIR) / "ocr-cache"
 
 
-def container_limits():
+def container_limits(wall_clock_s: float | None = None):
     from evaluator.container import ContainerLimits
 
+    limit = settings.EVALUATION_TIME_LIMIT_SECONDS if wall_clock_s is None else wall_clock_s
     return ContainerLimits(memory=settings.EVALUATOR_MEMORY, cpus=settings.EVALUATOR_CPUS,
-                           pids=settings.EVALUATOR_PIDS, wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS)
+                           pids=settings.EVALUATOR_PIDS, wall_clock_s=limit)
 
 
 # --------------------------------------------------------------------------- helpers

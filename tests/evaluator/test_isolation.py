@@ -125,3 +125,22 @@ def test_the_container_gets_the_job_folder_its_profile_and_no_variable_of_the_di
     assert f"seccomp={container.SECCOMP_PROFILE}" in command and container.SECCOMP_PROFILE.is_file()
     volumes = [command[i + 1].split(":")[0] for i, arg in enumerate(command) if arg == "--volume"]
     assert all(Path(v) in (tmp_path.resolve(), tmp_path.resolve() / "out") for v in volumes)
+
+
+def test_job_and_fill_containers_run_under_their_own_wall_clock_and_the_fill_carries_labels(tmp_path, monkeypatch):
+    """Inside the engine: the first process (tini) runs the job under timeout, so the container ends at its
+    limit with nobody watching; the OCR-fill container the same, with the labels the sweeps look for."""
+    monkeypatch.setattr(container, "engine_binary", lambda engine: "/usr/bin/true")
+    monkeypatch.setattr(container, "chromium_sandbox_problem", lambda: None)
+    command = container.run_command(tmp_path, "iwr/evaluator", "job", container.ContainerLimits(wall_clock_s=42))
+    at = command.index("iwr/evaluator")
+    assert command[at - 2:at] == ["--entrypoint", "/usr/bin/tini"]
+    assert command[at + 1:] == ["--", "/usr/bin/timeout", "--kill-after=10s", "42s", *container.JOB_COMMAND]
+    labels = {"org.iwr-bench.evaluation": "7", "org.iwr-bench.deadline": "123"}
+    fill = container.fill_command(tmp_path / "data.jsonl", tmp_path / "cache", "iwr/evaluator", "fill",
+                                  container.ContainerLimits(), labels=labels)
+    assert [fill[i + 1] for i, part in enumerate(fill) if part == "--label"] == [
+        "org.iwr-bench.evaluation=7", "org.iwr-bench.deadline=123"]
+    at = fill.index("iwr/evaluator")
+    assert fill[at + 1:at + 5] == ["--", "/usr/bin/timeout", "--kill-after=10s", "1020s"]
+    assert fill[at + 5:at + 9] == [container.PYTHON, "-m", "evaluator", "ocr-cache"]

@@ -20,6 +20,7 @@ from evaluator.outputs import (
     read_log_tail,
     read_results,
     read_task_result,
+    strip_server_paths,
 )
 
 
@@ -238,3 +239,24 @@ def test_a_two_gigabyte_log_is_read_as_its_tail_only(tmp_path: Path):
     assert lines[-1] == b"last line of log" and offset == log.stat().st_size
     with pytest.raises(OutputError, match=r"\(line length\)"):
         read_appended(log, 0, max_bytes=4096)  # a NUL-filled "line" of 2 GB
+
+
+def test_reasons_in_results_name_files_never_by_their_server_path():
+    """Whatever wrote them, the error and step reasons the worker keeps carry no absolute path."""
+    doc = document()
+    doc["tasks"]["b"]["error"] = "MetricError: cannot read image '/srv/iwr/var/tasks/b/checkpoints/step_3.png': bad"
+    step = doc["tasks"]["a"]["steps"][1]
+    step.update(reason="timeout: /tmp/job/out/tasks/a/x.webm gone", visual={"error": "OSError: /job/out/a/step_1.png"},
+                assertion={"passed": True, "reason": "seen at http://page.test/a/b and tasks/a/step_1.png"})
+    doc["summary"] = scoring.summarize(doc["tasks"], TASKS)  # a task with an error counts differently
+    checked = check_results(doc, TASKS)
+    assert checked["tasks"]["b"]["error"] == "MetricError: cannot read image 'step_3.png': bad"
+    kept = checked["tasks"]["a"]["steps"][1]
+    assert kept["reason"] == "timeout: x.webm gone" and kept["visual"]["error"] == "OSError: step_1.png"
+    assert kept["assertion"]["reason"] == "seen at http://page.test/a/b and tasks/a/step_1.png"  # no server path
+
+
+def test_strip_server_paths_leaves_urls_relative_paths_and_routes():
+    for text in ("GET http://page.test/a/b.css", "tasks/t1/step_3.png", "load: / aborted", "file:///x/y"):
+        assert strip_server_paths(text) == text
+    assert strip_server_paths("at /opt/iwr/evaluator/replay.py, line 3") == "at replay.py, line 3"

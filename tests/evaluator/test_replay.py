@@ -184,6 +184,21 @@ def test_an_unreadable_reference_checkpoint_is_a_task_error_that_names_it(browse
     assert [s["index"] for s in result["steps"] if "error" in (s.get("visual") or {})] == [3]  # only that one
 
 
+def test_an_unreadable_reference_checkpoint_of_an_assertion_names_it_without_a_server_path(browser, tmp_path: Path):
+    """The assertion judge reads the reference checkpoints of step 1 too: a broken one is the task set's
+    fault, said with the file's name in the task, and no absolute path reaches the task's result."""
+    data = build_dataset(tmp_path / "set", [task_record("t1")])
+    broken = data.parent / "data" / "t1" / "checkpoints" / "step_1.png"  # the Click, with an assertion
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    broken_set = load_dataset(data)
+    run = TaskRun(broken_set.task("t1"), _page(tmp_path, GOOD_PAGE), tmp_path / "out", get_protocol().params,
+                  broken_set.numbering, record_video=False)
+    result = replay_task(browser, run)
+    assert result["error"].startswith("task data: the reference checkpoint step_1.png could not be read"), result
+    assert str(tmp_path) not in json.dumps(result) and "/step_1.png" not in json.dumps(result)
+    assert result["final"] == 0.0
+
+
 def _page(tmp_path: Path, html: str) -> Path:
     page = tmp_path / "bundle" / "index.html"
     page.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ tasks/<key>/result.json, results.json) with scores computed from the page bytes,
 misbehaves on request through ``FAKE_EVALUATOR_MODE``: ``ok``, ``crash`` (exit 1 with a
 traceback), ``usage`` (exit 2), ``signal`` (SIGKILLs itself after one task, as the
 kernel's out-of-memory killer would), ``stopped`` (SIGTERMs itself after one task), ``hang``
-(never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit); and writes
+(never ends), ``timeout-message`` (exit 1 saying the sandbox's time limit was hit), ``worker-killed``
+(exit 1 after a line naming the task whose worker was killed); and writes
 what an escaped page could: ``symlink-artifact``, ``nan-score``, ``score-7``, ``unknown-task``,
 ``bad-summary``, ``many-steps``. Options ``--fake-mode``/``--fake-delay`` (or the variables) steer it.
 ``FAKE_EVALUATOR_DELAY`` sleeps that many seconds per task. It prints each task's first
@@ -78,7 +79,7 @@ def fake_evaluator(argv: list[str]) -> int:
         _write(args.out / "tasks" / key / "result.json", results[key])
         with open(args.out / "progress.jsonl", "a") as handle:
             handle.write(json.dumps({"task": key, "done": done, "total": len(records)}) + "\n")
-        _misbehave(mode)
+        _misbehave(mode, key)
     summary = scoring.summarize(results, [_task(record) for record in records])
     _tamper(mode, args.out, results, summary)
     _write(args.out / "results.json", {"protocol": "iwr-det-2", "evaluator_version": "fake-1",
@@ -109,7 +110,11 @@ def _tamper(mode: str, out: Path, results: dict, summary: dict) -> None:
         summary["final"] = 1.0 if summary["final"] != 1.0 else 0.5
 
 
-def _misbehave(mode: str) -> None:
+def _misbehave(mode: str, key: str) -> None:
+    if mode == "worker-killed":  # the evaluator's pool names the task whose worker it killed, then gives up
+        print(f"WARNING evaluator.runner: worker iwr-worker-1: worker process died (task {key})",
+              file=sys.stderr, flush=True)
+        sys.exit(1)
     if mode == "crash":
         raise RuntimeError("simulated evaluator bug")
     if mode == "signal":

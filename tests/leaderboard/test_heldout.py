@@ -110,6 +110,11 @@ def test_failures_caused_by_the_pages_are_charged_and_only_infrastructure_retrie
     assert (kind in heldout.CHARGED_KINDS) == (status == "failed")
 
 
+def test_a_failure_reason_quotes_no_server_path():
+    _status, _kind, reason = heldout.failed_run(1, "error: /srv/iwr/var/jobs/7/attempt-1/data.jsonl: bad", False)
+    assert "Last message: error: data.jsonl: bad" in reason and "/srv" not in reason
+
+
 @pytest.mark.parametrize(("kind", "stays_charged"), [
     (Evaluation.FailureKind.PAGE, True), (Evaluation.FailureKind.TIME_LIMIT, True),
     (Evaluation.FailureKind.INFRASTRUCTURE, False), (Evaluation.FailureKind.EVALUATOR, False),
@@ -122,3 +127,57 @@ def test_failing_an_evaluation_refunds_only_what_was_not_the_pages_doing(owner, 
         assert scoring.fail(evaluation, Evaluation.objects.filter(pk=evaluation.pk), kind, "why")
     submission.refresh_from_db()
     assert submission.charged is stays_charged
+
+
+# --------------------------------------------------------------------------- the evaluator log
+
+JOB_LOG = """INFO evaluator.commands.score: OCR cache: 4 of 4 reference checkpoint(s) read
+WARNING evaluator.runner: worker iwr-worker-2: task time limit exceeded; worker killed (task 201)
+[1/2] task 201: final 0.000 (task time limit exceeded; worker killed)
+ERROR evaluator.runner: task 202 failed
+Traceback (most recent call last):
+  File "/opt/iwr/evaluator/runner.py", line 470, in _run_one
+    result = replay(task)
+evaluator.metrics.MetricError: cannot read image 'step_3.png'
+[2/2] task 202: final 0.412
+INFO evaluator.runner: 2 tasks scored in 2010 ms"""
+
+
+def shown_logs(client, evaluation) -> dict:
+    pk = evaluation.submission_id
+    page = client.get(f"/submissions/{pk}/").content.decode()
+    shown = page.split('<pre id="evaluator-log">', 1)[1].split("</pre>", 1)[0] if "evaluator-log" in page else ""
+    return {"page": shown, "progress": client.get(f"/submissions/{pk}/progress.json").json().get("log", "")}
+
+
+def test_the_owner_reads_no_log_line_about_a_single_held_out_task(client, owner, test_split_scoring):
+    """The log names the task whose worker was killed and prints each task's score: the owner of a
+    test-split submission reads only the job-level lines, on the page and in the progress JSON."""
+    Evaluation.objects.filter(pk=test_split_scoring.pk).update(log=JOB_LOG)
+    for name, text in shown_logs(logged_in(client, owner), test_split_scoring).items():
+        assert "OCR cache: 4 of 4" in text and "2 tasks scored in 2010 ms" in text, name
+        for leak in ("task 201", "task 202", "worker killed", "final 0.", "MetricError", "Traceback", "step_3"):
+            assert leak not in text, (name, leak)
+        assert "shown to maintainers only" in text
+
+
+def test_staff_and_dev_owners_read_the_whole_log(client, owner, staff, test_split_scoring, imported_sample):
+    Evaluation.objects.filter(pk=test_split_scoring.pk).update(log=JOB_LOG)
+    for name, text in shown_logs(logged_in(client, staff), test_split_scoring).items():
+        assert "(task 201)" in text and "final 0.412" in text and "MetricError" in text, name
+    dev = make_queued_evaluation(make_bundle_submission(owner, pages={"101": PAGE}), status="scored", log=JOB_LOG)
+    assert "(task 201)" in shown_logs(logged_in(client, owner), dev)["progress"]
+
+
+def test_job_level_log_matches_task_ids_as_whole_words():
+    from leaderboard.secrecy import job_level_log
+
+    kept = job_level_log("bundle/201/index.html missing\nread 2010 bytes\nsite-201 up\nnote: done", ["201"])
+    assert kept.splitlines() == ["read 2010 bytes", "site-201 up", "note: done", heldout_note()]
+    assert job_level_log("nothing per task", ["201"]) == "nothing per task"
+
+
+def heldout_note() -> str:
+    from leaderboard.secrecy import TASK_LINES_HIDDEN
+
+    return TASK_LINES_HIDDEN

@@ -174,6 +174,22 @@ def test_test_split_ground_truth_is_scrubbed_from_the_log(owner, imported_sample
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(("split", "pages", "named"), [("test", TEST_PAGES, False), ("dev", PAGES, True)])
+def test_a_failure_reason_quotes_no_log_line_naming_a_held_out_task(
+        owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks, mailoutbox,
+        split, pages, named):
+    """The last log line names the task whose worker was killed: a test-split failure reason (read by
+    everyone who may open the submission, mailed to the owner) leaves it out; the stored log keeps it."""
+    steer(monkeypatch, "--fake-mode worker-killed")
+    evaluation = run(queued(owner, pages, split), django_capture_on_commit_callbacks)
+    first = next(iter(pages))
+    assert (evaluation.status, evaluation.failure_kind) == ("failed", "page")
+    assert f"worker process died (task {first})" in evaluation.log
+    assert (f"(task {first})" in evaluation.failure_reason) is named
+    assert (f"(task {first})" in mailoutbox[0].body) is named
+
+
+@pytest.mark.django_db
 def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_charged(
         owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks, mailoutbox):
     """A non-zero exit while scoring the pages: failed, kind page, reason with the last log line, still charged

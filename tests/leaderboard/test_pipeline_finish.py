@@ -90,9 +90,42 @@ def test_container_jobs_read_the_ocr_cache_read_only_and_a_separate_container_fi
     assert [command[i + 1] for i, part in enumerate(command) if part == "--volume"][-1] == f"{cache}:/ocr-cache:ro"
     assert json.loads((job.dir / "job.json").read_text())["ocr_cache"] == "/ocr-cache"
     [fill_args] = fills
-    fill = container.fill_command(*fill_args[:5], protocol=fill_args[5], engine=fill_args[6])
+    fill = container.fill_command(*fill_args[:5], protocol=fill_args[5], engine=fill_args[6], labels=fill_args[7])
     volumes = [fill[i + 1] for i, part in enumerate(fill) if part == "--volume"]
     assert f"{cache}:/ocr-cache:rw" in volumes and not any(v.startswith(f"{job.dir.resolve()}:") for v in volumes)
     assert sorted(v.split(":")[0] for v in volumes) == sorted(
         [str(cache), str(job.data_path.resolve()), str(job.dir.resolve() / "data")])
     assert "--network" in fill and "none" in fill and "--read-only" in fill and "ALL" in fill
+
+
+def labels_of(command: list[str]) -> dict[str, str]:
+    return dict(command[i + 1].split("=", 1) for i, part in enumerate(command) if part == "--label")
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="the docker command is not installed")
+def test_the_ocr_fill_and_job_containers_carry_the_attempts_labels_and_their_own_wall_clocks(
+        owner, settings, monkeypatch):
+    """The sweeps find the fill container by the labels they find job containers by; each container's
+    command ends it at its own limit (timeout under tini), the job's past the worker's own stop."""
+    from evaluator import container
+    from leaderboard.worker import containers
+
+    settings.EVALUATOR_SANDBOX = "container"
+    fills = []
+    monkeypatch.setattr(container, "start_fill", lambda *args: fills.append(args) or True)
+    job = evaluator_run.EvaluatorRun(make_queued_evaluation(make_submission(owner)), "token")
+    job.dir.mkdir(parents=True, exist_ok=True)
+    job.data_path = job.dir / "data.jsonl"
+    command = job.command()
+    [fill_args] = fills
+    fill = container.fill_command(*fill_args[:5], protocol=fill_args[5], engine=fill_args[6], labels=fill_args[7])
+    assert labels_of(fill) == labels_of(command) and containers.LABEL_DEADLINE in labels_of(fill)
+    assert labels_of(fill)[containers.LABEL_EVALUATION] == str(job.evaluation.pk)
+    limit = settings.EVALUATION_TIME_LIMIT_SECONDS + evaluator_run.STOP_GRACE_SECONDS
+    image_at = command.index(settings.EVALUATOR_IMAGE)
+    assert command[image_at - 2:image_at] == ["--entrypoint", container.INIT]
+    assert command[image_at + 1:image_at + 5] == ["--", container.TIMEOUT, "--kill-after=10s", f"{limit}s"]
+    assert command[image_at + 5:] == list(container.JOB_COMMAND)
+    fill_at = fill.index(settings.EVALUATOR_IMAGE)
+    assert fill[fill_at + 1:fill_at + 5] == ["--", container.TIMEOUT, "--kill-after=10s",
+                                             f"{container.FILL_TIME_S + container.FILL_FINISH_S}s"]
