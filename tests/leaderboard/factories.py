@@ -119,4 +119,19 @@ def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol
     evaluation = make_evaluation(submission, **fields)
     for task, value in zip(tasks, values, strict=True):
         make_task_result(evaluation, task, ifs=value, vfs=value, final=value, low_level=value, high_level=value)
+    entry_added(evaluation.submission.split, evaluation.protocol)
     return evaluation
+
+
+def entry_added(split: str, protocol: str) -> None:
+    """What the product does when an entry appears (the worker's ``evaluation_finished``), minus the
+    ranking: the entry's stored boards, where they exist, count a change, so none is read as current
+    without the new entry, and the generation moves on. They are ranked again when next read
+    (ranking at every entry would slow each test that builds many)."""
+    from django.db.models import F
+
+    from leaderboard.cache import bump_generation
+    from leaderboard.models import StoredBoard
+
+    StoredBoard.objects.filter(split=split, protocol=protocol).update(marks=F("marks") + 1)
+    bump_generation()
