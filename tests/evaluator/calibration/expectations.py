@@ -84,8 +84,10 @@ KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
     "mmenu-submenus": 0.0,  # step 1: the hamburger icon, "phrases hold=False, deltas agree=False"
 }
 # Tasks whose reference page scored differently on a repeat run (settling under load, issue 14):
-# mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time).
-KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter"})
+# mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time);
+# impress-keyboard-tour gave VFS 0.99999997 in the evaluator container and 0.9999942 on the host in one
+# run at load 15 (its slides move by 3D CSS transitions; the steps agreed).
+KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter", "impress-keyboard-tour"})
 
 
 def reference_case(key: str):
