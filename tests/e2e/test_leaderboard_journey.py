@@ -33,6 +33,9 @@ def site(live_server, settings, tmp_path):
     """A live site with two dev tasks, the paper's rows, a baseline, and a researcher account."""
     for name in ("TASKS_ROOT", "ARTIFACTS_ROOT", "JOBS_ROOT", "MEDIA_ROOT"):
         setattr(settings, name, tmp_path / name.lower())
+    # The real evaluator, whatever an earlier test of the session left configured: in CI this job once ran
+    # the pipeline tests' stand-in evaluator (its results, step records without an index, in 0.8 s).
+    settings.EVALUATOR_COMMAND, settings.EVALUATOR_EXTRA_ARGS = "", ""
     cache.clear()
     data = write_tiny_dataset(tmp_path / "tiny", "dev", 2, n_actions=2)
     tasksets.import_dataset(data, "dev", "tiny")

@@ -37,6 +37,9 @@ def scored_replay(live_server, settings, tmp_path):
     runs it; returns the URL of the task's replay page."""
     for name in ("TASKS_ROOT", "ARTIFACTS_ROOT", "JOBS_ROOT", "MEDIA_ROOT"):
         setattr(settings, name, tmp_path / name.lower())
+    # The real evaluator, whatever an earlier test of the session left configured: in CI this job once ran
+    # the pipeline tests' stand-in evaluator (its results, step records without an index, in 0.8 s).
+    settings.EVALUATOR_COMMAND, settings.EVALUATOR_EXTRA_ARGS = "", ""
     cache.clear()
     tasksets.import_dataset(write_tiny_dataset(tmp_path / "tiny", "dev", 1, n_actions=N_ACTIONS), "dev", "tiny")
     key = Task.objects.get().key
