@@ -180,14 +180,7 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
         fields.append(cand["container"])  # the text beside a checkbox is its label to a reader
     best = 0.0
     for value in fields:
-        norm = normalize(value)
-        value_words = content_words(value)
-        for q in desc.quotes:
-            best = max(best, quote_match(normalize(q), norm))
-        for label in desc.labels:
-            best = max(best, phrase_match(label, value_words, norm, params))
-        if desc.content:
-            best = max(best, phrase_match(desc.content, value_words, norm, params))
+        best = max(best, _value_score(desc, value, params))
         if best >= 1.0:
             return 1.0
     iconic = max((len(v.strip()) for v in fields), default=0) <= 3
@@ -210,16 +203,20 @@ def _unlabelled_check(cand: dict) -> bool:
 
 def _attribute_label_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     """The description's quotes and phrases against labels held in data-* attributes and SVG text."""
+    return max((_value_score(desc, value, params) for value in cand.get("data_labels", [])), default=0.0)
+
+
+def _value_score(desc: Description, value: str, params: TargetingParams) -> float:
+    """The description's quotes, labels and content phrase against one text value of a candidate."""
+    norm = normalize(value)
+    value_words = content_words(value)
     best = 0.0
-    for value in cand.get("data_labels", []):
-        norm = normalize(value)
-        value_words = content_words(value)
-        for q in desc.quotes:
-            best = max(best, quote_match(normalize(q), norm))
-        for label in desc.labels:
-            best = max(best, phrase_match(label, value_words, norm, params))
-        if desc.content:
-            best = max(best, phrase_match(desc.content, value_words, norm, params))
+    for q in desc.quotes:
+        best = max(best, quote_match(normalize(q), norm))
+    for label in desc.labels:
+        best = max(best, phrase_match(label, value_words, norm, params))
+    if desc.content:
+        best = max(best, phrase_match(desc.content, value_words, norm, params))
     return best
 
 
