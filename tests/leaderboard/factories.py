@@ -99,10 +99,13 @@ def make_queued_evaluation(submission: Submission, **fields) -> Evaluation:
 
 
 def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol: str = "iwr-det-2",
-               final: float | None = None, evaluation_fields: dict | None = None, **submission_fields) -> Evaluation:
+               final: float | None = None, evaluation_fields: dict | None = None, announce: bool = True,
+               **submission_fields) -> Evaluation:
     """A scored leaderboard entry. With ``tasks`` and ``finals`` (one Final per task) it gets task
     results (IFS = VFS = Final on each task), mean scores and 95 % bootstrap intervals computed from
-    them; otherwise just ``final`` (no per-task results, no interval)."""
+    them; otherwise just ``final`` (no per-task results, no interval). ``announce=False`` leaves the
+    stored boards and the generation alone, for tests of what a cached board shows before the
+    pipeline's announcement."""
     from evaluator.scoring import bootstrap_ci
 
     submission = make_submission(owner, split=split, **submission_fields)
@@ -119,7 +122,8 @@ def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol
     evaluation = make_evaluation(submission, **fields)
     for task, value in zip(tasks, values, strict=True):
         make_task_result(evaluation, task, ifs=value, vfs=value, final=value, low_level=value, high_level=value)
-    entry_added(evaluation.submission.split, evaluation.protocol)
+    if announce:
+        entry_added(evaluation.submission.split, evaluation.protocol)
     return evaluation
 
 

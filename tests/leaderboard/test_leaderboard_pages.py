@@ -146,7 +146,7 @@ def test_the_board_refreshes_when_the_generation_is_bumped(client):
     """A newly scored entry shows up once the pipeline bumps the generation."""
     populate(2)
     client.get("/")
-    make_entry(make_user(), model_name="newcomer", final=0.99)
+    make_entry(make_user(), model_name="newcomer", final=0.99, announce=False)
     assert "newcomer" not in text(client.get("/"))
     bump_generation()
     assert "newcomer" in text(client.get("/"))
