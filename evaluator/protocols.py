@@ -296,7 +296,9 @@ _OFFICIAL_ACTIONS = {
 }
 
 _OFFICIAL_LIMITS = {
-    "action_timeout_s": (30, "The official judge gives each action 30 s, its grounding calls included."),
+    "action_timeout_s": (30, "The official judge gives each action 30 s. Departure: the time spent waiting for "
+                             "the judge (grounding and inferred text, with the relay's retries and back-off) does "
+                             "not count, so a slow or rate-limited endpoint never becomes the page's timeout."),
     "load_timeout_s": (15, "As iwr-det: loading a local page takes well under a second."),
     "task_timeout_s": (900, "Every action may wait for the judge (grounding, assertion) and every checkpoint for "
                             "the rubric and two CPU models (EasyOCR 4-6 s per image): 9 actions need minutes."),

@@ -96,6 +96,22 @@ class Watchdog:
         finally:
             self._deadline = None
 
+    @contextlib.contextmanager
+    def paused(self):
+        """Stop the clock while the page is not the one working (the official judge's calls, with the
+        relay's retries and back-off): the deadline moves on by the time spent, so a slow or rate-limited
+        endpoint never becomes the page's timeout. Outside a guard this does nothing."""
+        deadline, began = self._deadline, time.monotonic()
+        if deadline is None:
+            yield
+            return
+        self._deadline = None
+        try:
+            yield
+        finally:
+            if self._deadline is None and self.tripped is None:
+                self._deadline = deadline + (time.monotonic() - began)
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2)
@@ -306,6 +322,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
     official = run.official
     try:
         if official is not None:  # a missing Type text or Press key, inferred by the judge (no page involved)
+            official.pause_clock = watchdog.paused  # the judge's waiting is not the page's time
             action = official.complete_action(action, step)
         with watchdog.guard(seconds):
             if official is not None:

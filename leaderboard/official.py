@@ -174,3 +174,35 @@ def judge_problem(document: dict, evaluation) -> str:
                 "the job's budget spent): the evaluation is not published. Retry it from the admin; the answers "
                 "already given come from the judge cache at no cost.")
     return ""
+
+
+# The judge record's counters kept on the evaluation (results.json keeps the per-step rows).
+COUNTERS = ("requests", "cache_hits", "input_tokens", "output_tokens", "retries", "failures", "refused_budget",
+            "quirks_applied")
+
+
+def judge_counters(document: dict) -> dict:
+    """What the admin shows of an official job's judge record: the endpoint host, model ids, visual models,
+    the relay's counters, quirks applied and incomplete tasks. Only known fields of the expected types
+    are kept (the record is written by the job), never the per-step rows."""
+    record = document.get("judge")
+    if not isinstance(record, dict):
+        return {}
+    kept = {name: record[name] for name in COUNTERS if isinstance(record.get(name), int)}
+    if isinstance(record.get("host"), str):
+        kept["host"] = record["host"][:200]
+    for name in ("models", "visual_models", "by_purpose"):
+        value = record.get(name)
+        if isinstance(value, dict):
+            kept[name] = {str(k)[:60]: v if isinstance(v, int | float) else str(v)[:200]
+                          for k, v in list(value.items())[:20] if not isinstance(v, dict | list)}
+    visual = record.get("visual_models") if isinstance(record.get("visual_models"), dict) else {}
+    if isinstance(visual.get("weights_sha256"), dict) and "visual_models" in kept:  # which DINOv2 files were used
+        kept["visual_models"]["weights_sha256"] = {str(k)[:100]: str(v)[:64]
+                                                   for k, v in list(visual["weights_sha256"].items())[:20]}
+    incomplete = record.get("incomplete_tasks")
+    if isinstance(incomplete, list):
+        kept["incomplete_tasks"] = [str(key)[:40] for key in incomplete[:200]]
+    if isinstance(record.get("complete"), bool):
+        kept["complete"] = record["complete"]
+    return kept

@@ -3,6 +3,7 @@
 #   requirements-evaluator.lock  <- requirements-evaluator.txt        (evaluator image)
 #   requirements.lock            <- requirements.txt                  (web image)
 #   requirements-dev.lock        <- requirements.txt + requirements-dev.txt   (scripts/setup.sh)
+#   requirements-official.lock   <- requirements-official.txt         (scripts/setup-official.sh, evaluator-official image)
 # Uses uv's pip-compatible resolver (installed into a throw-away venv when not on PATH); every
 # file of each pinned release gets its sha256, and pip installs them with --require-hashes.
 set -euo pipefail
@@ -20,4 +21,5 @@ compile() { local out="$1"; shift; "$uv" pip compile -q --generate-hashes --pyth
 compile requirements-evaluator.lock requirements-evaluator.txt
 compile requirements.lock requirements.txt
 compile requirements-dev.lock requirements.txt requirements-dev.txt
-echo "locks written: requirements-evaluator.lock requirements.lock requirements-dev.lock"
+compile requirements-official.lock requirements-official.txt
+echo "locks written: requirements-evaluator.lock requirements.lock requirements-dev.lock requirements-official.lock"

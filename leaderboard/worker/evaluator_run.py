@@ -372,6 +372,8 @@ class EvaluatorRun:
             return Outcome(*rejected_output(exc.rule, str(exc)))
         problem = official.judge_problem(document, self.evaluation) if self.official else ""
         if problem:  # an incomplete official run is never published (nor charged: it is the judge's doing)
+            # What the judge was asked still cost money: its counters stay on the evaluation for the admin.
+            Evaluation.objects.filter(pk=self.evaluation.pk).update(judge_record=official.judge_counters(document))
             return Outcome.failed(Kind.EVALUATOR, problem)
         return Outcome("scored", results=document)
 

@@ -35,7 +35,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from evaluator.scoring import bootstrap_ci, effective_score
-from leaderboard import board_pages, notifications, quotas, ranking
+from leaderboard import board_pages, notifications, official, quotas, ranking
 from leaderboard.heldout import CHARGED_KINDS  # the submitter's doing; every other failure is refunded
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import SCORE_FIELDS, stored_task_finals
@@ -196,6 +196,7 @@ def store_scores(evaluation: Evaluation, token: str, document: dict, log_text: s
             evaluator_version=str(document.get("evaluator_version") or "")[:40],
             protocol=str(document.get("protocol") or evaluation.protocol)[:40],
             summary=summary, n_tasks=int(summary.get("n_tasks") or len(task_results)),
+            judge_record=official.judge_counters(document),
             tasks_done=len(task_results), tasks_total=len(tasks),
             artifacts_dir=str(evaluation.pk), **fields,
         )
