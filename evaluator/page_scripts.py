@@ -212,6 +212,69 @@ async ({maxElements}) => {
 }
 """
 
+# iwr-det-3 (settle.page_time_animations): CSS transitions and animations run on page time, not
+# real time. The document timeline is stopped through DevTools (Animation.setPlaybackRate 0, kept
+# across the page's documents), so in real time nothing animates, however long a settle waits or
+# however slow the machine is; page time moves animations instead. This script moves every running
+# animation on by ``dt`` ms of page time (at its own playback rate), waits one frame when any of them
+# reached its end (their end events, such as transitionend, are dispatched in the frame's animation
+# update, so their handlers run before page time moves again), and returns how long, in page time,
+# until the next finite animation ends (null: none runs), so the clock's step can stop exactly there.
+ANIMATION_STEP_SCRIPT = r"""
+async ({dt, pausedAt}) => {
+  const n = window.__iwrNative;
+  const clock = window.__pwClock && window.__pwClock.controller;
+  if (clock && clock._now && !clock.__iwrAligned) {
+    // Once per document, before its page time first moves. Playwright's clock counts timer ticks
+    // apart from the wall-clock time it reports (Date), and each document's clock starts a few real
+    // milliseconds off, so animation frames (every 16 ticks) fell at a different Date.now() on every
+    // run: a carousel easing by Date between frames moved to a different spot. The ticks are set to
+    // the page time since the clock was paused, and the timers already set move with them.
+    const target = clock._now.time - pausedAt;
+    if (Number.isFinite(target) && target >= 0 && clock._timers) {
+      const shift = target - clock._now.ticks;
+      clock._now.ticks = target;
+      for (const timer of clock._timers.values()) timer.callAt += shift;
+    }
+    // Playwright's clock also yields to the event loop after every timer it fires: a real frame
+    // (scroll events, resize observers) could run in the middle of a clock step, at a page time that
+    // depends on the machine's speed. Going on in a microtask makes a clock step one uninterrupted
+    // task: whatever real frames bring happens between steps, at the same page time on every run.
+    if (clock._embedder) clock._embedder = Object.assign({}, clock._embedder, {postTask: (t) => queueMicrotask(t)});
+    clock.__iwrAligned = true;
+  }
+  const running = () => {
+    try { return document.getAnimations().filter((a) => a.playState === "running"); } catch (e) { return []; }
+  };
+  let ended = 0;
+  if (dt > 0) {
+    for (const a of running()) {
+      try {
+        const end = a.effect ? a.effect.getComputedTiming().endTime : Infinity;
+        a.currentTime = (a.currentTime || 0) + dt * a.playbackRate;
+        if (Number.isFinite(end) && a.playbackRate > 0 && a.currentTime >= end) ended++;
+      } catch (e) { /* an animation the page broke stays where it is */ }
+    }
+    if (ended && n) {
+      await new Promise((resolve) => {
+        const t = n.setTimeout(resolve, 100);  // hidden pages get no frames
+        n.raf(() => { n.clearTimeout(t); n.setTimeout(resolve, 0); });
+      });
+    }
+  }
+  let next = null;
+  for (const a of running()) {
+    try {
+      const end = a.effect.getComputedTiming().endTime;
+      if (!Number.isFinite(end) || a.playbackRate <= 0) continue;
+      const left = (end - (a.currentTime || 0)) / a.playbackRate;
+      if (left >= 0 && (next === null || left < next)) next = left;
+    } catch (e) {}
+  }
+  return {next, ended};
+}
+"""
+
 COUNTS_SCRIPT = "() => window.__iwrCounts ? Object.assign({}, window.__iwrCounts) : {}"
 
 # Runs a page function (or expression) and returns its value as JSON text: Playwright's own

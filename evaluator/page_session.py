@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import mimetypes
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from evaluator.browser import Browser
 from evaluator.page_scripts import (
+    ANIMATION_STEP_SCRIPT,
     COUNTS_SCRIPT,
     INIT_SCRIPT,
     JSON_RESULT_HEAD,
@@ -145,6 +147,7 @@ class PageSession:
     page_requests: int = 0  # requests the page itself started (not the browser's favicon), ever
     page_responses: int = 0  # ... and of those, the ones that are done
     startup_steps: int = 0  # short clock steps the page's start-up took after the load step
+    paused_at_ms: float = FIXED_TIME_S * 1000  # where the fake clock was paused (page time 0), in ms
     _video_dir: Path | None = None
     _cdp: object = None
 
@@ -266,7 +269,52 @@ class PageSession:
             return
         self._run_clock(int(self.settle_params["clock_step_ms"] if ms is None else ms))
 
+    @property
+    def animations_on_clock(self) -> bool:
+        """iwr-det-3: CSS transitions and animations move with page time only (see start_page_time_animations)."""
+        return self.clock_enabled and bool(self.settle_params.get("page_time_animations"))
+
+    def start_page_time_animations(self) -> None:
+        """Stop the document timeline (DevTools keeps it stopped for every document the page loads):
+        from now on, animations move only when page time does (:meth:`_run_clock`)."""
+        cdp = self._devtools()
+        if cdp is None:
+            raise RuntimeError("page-time animations need Chromium's DevTools protocol")
+        cdp.send("Animation.enable")
+        cdp.send("Animation.setPlaybackRate", {"playbackRate": 0})
+
     def _run_clock(self, step: int) -> None:
+        """Move page time on by ``step`` ms: the fake clock's timers and, on page time, the animations.
+
+        With animations on page time, the step stops at every moment a finite animation ends
+        (at most ``animation_max_rounds`` stops, then the rest in one go): timers due before that
+        moment fire first, then the animations reach their end and its handlers run, in the same
+        order on every run and whatever the machine's load.
+        """
+        if not self.animations_on_clock:
+            self._clock_run_for(step)
+            return
+        limit = int(self.settle_params.get("animation_max_rounds", 50))
+        state = self._step_animations(0)
+        remaining, rounds = step, 0
+        while remaining > 0:
+            upcoming = state.get("next")
+            part = remaining if upcoming is None or rounds >= limit else \
+                min(remaining, max(1, math.ceil(upcoming)))
+            self._clock_run_for(part)
+            state = self._step_animations(part)
+            remaining -= part
+            rounds += 1
+
+    def _step_animations(self, ms: int) -> dict:
+        try:
+            return self.page.evaluate(ANIMATION_STEP_SCRIPT, {"dt": ms, "pausedAt": self.paused_at_ms}) or {}
+        except Exception as exc:
+            if not _navigated(exc):
+                raise
+            return {}  # a new document is loading: its animations start from its own beginning
+
+    def _clock_run_for(self, step: int) -> None:
         for attempt in range(3):
             try:
                 self.page.clock.run_for(step)
@@ -425,6 +473,9 @@ def page_session(
             # in time, and real time passes between the two calls.
             page.clock.install(time=clock - 60)
             page.clock.pause_at(clock)
+            session.paused_at_ms = clock * 1000
+            if session.animations_on_clock:
+                session.start_page_time_animations()
         if url is not None:
             session.goto(url)
         yield session

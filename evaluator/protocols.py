@@ -260,6 +260,19 @@ _DET3_SETTLE = {
                             "element box moved between two frames (a sidebar transition resizing charts, a menu "
                             "sliding in). Page time does not move meanwhile, so the state is the one an idle "
                             "machine reaches in the same page time."),
+    "page_time_animations": (True, "CSS transitions and animations run on page time: the document timeline is "
+                                   "stopped and moved with the page clock, stopping at every animation's end so "
+                                   "timers due before it fire first and its end handlers run before page time "
+                                   "moves on. In real time they ran as fast as the machine allowed, so on a busy "
+                                   "machine a filter animation's end handler and a timer of the same step ran in "
+                                   "either order (MixItUp's filters scored differently run to run). With it, the "
+                                   "page clock's frame ticks are aligned with its Date (each document's clock "
+                                   "started a few real ms off, so a carousel easing by Date between frames stopped "
+                                   "at another spot) and a clock step runs as one task, so real frames (scroll "
+                                   "events, observers) come between steps, never inside one."),
+    "animation_max_rounds": (50, "Bound on the stops at animation ends within one clock step (a page starting a "
+                                 "new short animation at every end still moves on); past it the rest of the "
+                                 "step goes in one go, the same way on every run."),
     "layout_max_steps": (10, "Bound on the rounds of that wait (each two frames and a DOM quiet period): a page that "
                              "moves forever (an endless marquee) still gets its screenshot after the same rounds; "
                              "endless animations themselves are not counted as movement."),

@@ -23,6 +23,12 @@ from types import SimpleNamespace
 from evaluator.authoring.script import AuthoringError, Script, ScriptAction
 
 VISIBLE_TEXT_JS = Path(__file__).parent / "visible_text.js"
+# References are recorded with the settle rules of the newest deterministic protocol: CSS animations on
+# page time and a layout that holds still before each checkpoint (evaluator.protocols, iwr-det-3), so
+# a checkpoint is the state an animation ends in, the same on every recording, never a moment of it
+# that depends on the machine's load. Every protocol's replay reaches that state given the same
+# page time; iwr-det-3 reaches it the same way on every run.
+RECORDING_PROTOCOL = "iwr-det-3"
 ACTION_TIMEOUT_MS = 5000
 TYPE_DELAY_MS = 60  # per key: the video shows the text being typed, as a person would
 VIDEO_LEAD_IN_S = 0.3
@@ -50,15 +56,13 @@ def record_steps(
     with tempfile.TemporaryDirectory(prefix="iwr-author-") as tmp:
         video_dir = Path(tmp) / "video" if record_video else None
         with _playwright_errors("loading the page"):
-            with page_session(browser, site, script.width, script.height, video_dir=video_dir) as session:
+            with page_session(browser, site, script.width, script.height, video_dir=video_dir,
+                              settle_params=recording_settle()) as session:
                 _capture(session, root, 0)
                 for k, action in enumerate(script.actions, start=1):
                     session.page.wait_for_timeout(pace)  # pacing for the video's viewer, not for settling
                     perform(session.page, action, k)
-                    # The replay's order after an action: settle, one clock step, settle.
-                    session.settle()
-                    session.advance_clock()
-                    session.settle()
+                    session.after_action()  # exactly what the replay does after an action
                     _capture(session, root, k)
                 session.page.wait_for_timeout(pace)
         recording = Recording(len(script.actions), _session_warnings(session))
@@ -69,6 +73,13 @@ def record_steps(
             lead = max(0.0, first_content_time(session.video_path) - VIDEO_LEAD_IN_S)
             recording.video = convert_to_mp4(session.video_path, root / "video.mp4", start_s=lead)
     return recording
+
+
+def recording_settle() -> dict:
+    """The settle parameters references are recorded with (:data:`RECORDING_PROTOCOL`)."""
+    from evaluator.protocols import get_protocol
+
+    return get_protocol(RECORDING_PROTOCOL).params["settle"]
 
 
 def perform(page, action: ScriptAction, k: int) -> None:

@@ -9,10 +9,12 @@ assets and reference data are shared, nothing is copied).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-BENCHMARK = REPO / "var" / "benchmark"
+# The built sample benchmark; IWR_CALIBRATION_BENCHMARK names another build (to compare two builds).
+BENCHMARK = Path(os.environ.get("IWR_CALIBRATION_BENCHMARK") or REPO / "var" / "benchmark")
 SPLITS = ("dev", "test")
 SEPARATOR = "@"
 
