@@ -57,7 +57,8 @@ def fingerprint(task: dict) -> dict:
               "assertion": (step.get("assertion") or {}).get("passed"), "reason": step.get("reason") or ""}
              for step in task.get("steps", [])]
     visual = {str(step.get("index")): [step["visual"].get("low_level"), step["visual"].get("high_level")]
-              for step in task.get("steps", []) if isinstance(step.get("visual"), dict) and "low_level" in step["visual"]}
+              for step in task.get("steps", [])
+              if isinstance(step.get("visual"), dict) and "low_level" in step["visual"]}
     return {"steps": steps, "ifs": task.get("ifs"), "vfs": task.get("vfs"), "final": task.get("final"),
             "error": task.get("error"), "visual": visual}
 

@@ -67,9 +67,9 @@ def test_in_real_time_the_same_page_races(browser, tmp_path: Path):  # noqa: F81
 
 FRAMES = """<script>
   window.frames_at = [];
-  const tick = () => { frames_at.push(Date.now() - %d); if (frames_at.length < 5) requestAnimationFrame(tick); };
+  const tick = () => { frames_at.push(Date.now() - PAUSED); if (frames_at.length < 5) requestAnimationFrame(tick); };
   document.addEventListener('click', () => requestAnimationFrame(tick));
-</script><button>Go</button>""" % int(FIXED_TIME_S * 1000)
+</script><button>Go</button>""".replace("PAUSED", str(int(FIXED_TIME_S * 1000)))
 
 
 def test_animation_frames_fall_on_the_same_date_on_every_run(browser, tmp_path: Path):  # noqa: F811
@@ -91,13 +91,13 @@ SCROLLER = """<div id="s" style="width:200px;height:50px;overflow:auto;white-spa
 <div style="width:2000px;height:40px"></div></div><button>Go</button><script>
   const s = document.getElementById('s');
   window.scrolled_at = [];
-  s.addEventListener('scroll', () => scrolled_at.push(Date.now() - %d));
+  s.addEventListener('scroll', () => scrolled_at.push(Date.now() - PAUSED));
   document.querySelector('button').addEventListener('click', () => {
     let n = 0;
     const step = () => { s.scrollLeft += 20; if (++n < 30) setTimeout(step, 10); };
     setTimeout(step, 10);
   });
-</script>""" % int(FIXED_TIME_S * 1000)
+</script>""".replace("PAUSED", str(int(FIXED_TIME_S * 1000)))
 
 
 def test_a_clock_step_runs_as_one_task(browser, tmp_path: Path):  # noqa: F811
