@@ -230,6 +230,7 @@ async ({dt, pausedAt}) => {
     // milliseconds off, so animation frames (every 16 ticks) fell at a different Date.now() on every
     // run: a carousel easing by Date between frames moved to a different spot. The ticks are set to
     // the page time since the clock was paused, and the timers already set move with them.
+    Date.now();  // the document's clock applies install and pause first (it does so at its first use)
     const target = clock._now.time - pausedAt;
     if (Number.isFinite(target) && target >= 0 && clock._timers) {
       const shift = target - clock._now.ticks;
