@@ -9,17 +9,24 @@ IWR_OFFICIAL_VISUAL_FACTORY, the way the browser tests score.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import shutil
+import socket
+import socketserver
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
+from evaluator import container
 from evaluator.bundle import make_bundle_zip
+from tests.docker.test_job_containers import DISPATCHER_UID, dispatcher_user
 from tests.evaluator import fake_judge
 from tests.evaluator.fake_judge import ScriptedJudge
 
@@ -107,3 +114,100 @@ def test_a_sample_task_is_judged_through_the_relay_and_the_key_never_enters_the_
     job_json = (job / "job.json").read_text()
     assert KEY not in job_json and json.loads(job_json)["official"]["socket"] == "/judge/judge.sock"
     assert not (tmp_path / "judge").exists()  # the relay's folder is gone with the relay
+
+
+PROBE = """import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect('/judge/judge.sock')
+    s.sendall(b'ping\\n')
+    print(s.makefile().readline().strip())
+except OSError as error:
+    print(type(error).__name__)
+"""
+OTHER_UID = 10002  # a user of this host who is neither the launcher nor the container's
+
+
+class Echo(socketserver.StreamRequestHandler):
+    def handle(self):
+        self.wfile.write(b"pong " + self.rfile.readline())
+
+
+def probe(command: list[str], image: str, name: str) -> str:
+    """What a process in the job's container gets from /judge/judge.sock (its reply or the error's name)."""
+    at = command.index(image)
+    try:
+        result = subprocess.run([*command[:at], "--entrypoint", container.PYTHON, image, "-c", PROBE],
+                                capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
+    return result.stdout.strip() or result.stderr.strip()[-500:]
+
+
+def without_group(command: list[str]) -> list[str]:
+    at = command.index("--group-add")
+    return command[:at] + command[at + 2:]
+
+
+@contextlib.contextmanager
+def effective_user(uid: int):
+    groups = os.getgroups()
+    os.setgroups([])
+    os.setegid(uid)
+    os.seteuid(uid)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        os.setgroups(groups)
+
+
+def test_a_non_root_launcher_lets_the_container_user_and_nobody_else_reach_the_relay(evaluator_image, tmp_path):
+    """The compose dispatcher is uid 10000: the relay's socket stays its own, for its group, which the job's
+    container user joins; that user without the group, and another user of the host, are refused."""
+    base = Path(tempfile.mkdtemp(prefix="iwr-judge-access-", dir="/tmp"))  # noqa: S108 - reachable by both users
+    server = None
+    try:
+        base.chmod(0o755)
+        job, folder = base / "job", base / "judge"
+        (job / "out").mkdir(parents=True)
+        folder.mkdir(mode=0o700)
+        for path in (job, job / "out", folder):
+            os.chown(path, DISPATCHER_UID, DISPATCHER_UID)
+        name = f"iwr-judge-probe-{os.getpid()}"
+        with dispatcher_user():
+            server = socketserver.ThreadingUnixStreamServer(str(folder / "judge.sock"), Echo)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            container.prepare_judge_folder(folder, folder / "judge.sock")
+            command = container.run_command(job, evaluator_image, name, container.ContainerLimits(), judge_dir=folder)
+            assert command[command.index("--group-add") + 1] == str(DISPATCHER_UID)
+            answers = [probe(command, evaluator_image, name), probe(without_group(command), evaluator_image, name)]
+        assert answers == ["pong ping", "PermissionError"]
+        with effective_user(OTHER_UID), socket.socket(socket.AF_UNIX) as other:
+            with pytest.raises(PermissionError):
+                other.connect(str(folder / "judge.sock"))
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_as_root_the_socket_is_the_container_users_alone(evaluator_image, tmp_path):
+    """A root launcher hands folder and socket to the container's user: it connects, another uid does not."""
+    job, folder = tmp_path / "job", tmp_path / "judge"
+    (job / "out").mkdir(parents=True)
+    folder.mkdir(mode=0o700)
+    name = f"iwr-judge-probe-root-{os.getpid()}"
+    with socketserver.ThreadingUnixStreamServer(str(folder / "judge.sock"), Echo) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        container.prepare_judge_folder(folder, folder / "judge.sock")
+        container.prepare_job_dir(job)
+        command = container.run_command(job, evaluator_image, name, container.ContainerLimits(), judge_dir=folder)
+        assert "--group-add" not in command
+        other = [f"{OTHER_UID}:{OTHER_UID}" if word == f"{container.CONTAINER_UID}:{container.CONTAINER_UID}" else word
+                 for word in command]
+        answers = [probe(command, evaluator_image, name), probe(other, evaluator_image, name)]
+        server.shutdown()
+    assert answers == ["pong ping", "PermissionError"]
