@@ -15,7 +15,8 @@ import sys
 from evaluator import __version__
 
 # Order in which subcommands appear in ``--help``.
-COMMANDS = ("validate", "score", "check_bundle", "ocr_cache", "job", "baselines", "author", "sample", "generate")
+COMMANDS = ("validate", "score", "check_bundle", "ocr_cache", "job", "container_job", "baselines", "author", "sample",
+            "generate")
 
 
 class UsageError(Exception):

@@ -21,6 +21,12 @@ removed afterwards, whatever happened, and the outcome says why it ended. It get
 the job folder (and the OCR cache, read-only) and no environment variable of the dispatcher's:
 only the image's own settings and :data:`CONTAINER_ENV`.
 
+A job of protocol iwr-official gets two mounts more, both read-only: the folder of the judge relay's
+Unix socket at ``/judge`` (the relay, which holds the judge's key, runs outside the container:
+:mod:`evaluator.commands.container_job`) and the visual models' weights at ``/weights``. The socket is
+the container's only way out; :func:`prepare_judge_folder` lets the container's user, and no other
+user of the host, connect to it.
+
 Chromium keeps its own sandbox in the container: the evaluator runs as a non-root user, and the
 seccomp profile ``docker/seccomp-evaluator.json`` lets it create the user namespaces that sandbox
 is made of (the engine's default profile forbids them), while refusing mounts and other calls no
@@ -42,6 +48,8 @@ from pathlib import Path
 CONTAINER_UID = 10001  # the `evaluator` user of docker/Dockerfile.evaluator
 DEFAULT_IMAGE = "iwr/evaluator:latest"
 OCR_CACHE_MOUNT = "/ocr-cache"
+JUDGE_MOUNT = "/judge"  # the judge relay's socket folder (protocol iwr-official)
+WEIGHTS_MOUNT = "/weights"  # the official visual models' weights
 TASK_SET = "/task-set"  # where the filling container sees the task set
 PYTHON = "/opt/venv/bin/python"  # the image's virtualenv
 SECCOMP_PROFILE = Path(__file__).resolve().parents[1] / "docker" / "seccomp-evaluator.json"
@@ -135,22 +143,50 @@ def check_chromium_sandbox() -> None:
 
 
 def run_command(job_dir: Path, image: str, name: str, limits: ContainerLimits, engine: str = "docker",
-                ocr_cache: Path | None = None) -> list[str]:
+                ocr_cache: Path | None = None, judge_dir: Path | None = None,
+                weights_dir: Path | None = None) -> list[str]:
     """The exact ``docker run`` (or podman) command for this job, with every isolation flag.
 
+    ``judge_dir`` (the judge relay's socket folder) and ``weights_dir`` are an official job's, both
+    read-only: connecting to a Unix socket writes nothing to its file system.
     Raises ContainerSandboxError when Chromium could not keep its sandbox in the container.
     """
     check_chromium_sandbox()
     job_dir = job_dir.resolve()
     cache = ["--volume", f"{Path(ocr_cache).resolve()}:{OCR_CACHE_MOUNT}:ro"] if ocr_cache else []
+    judge = ["--volume", f"{Path(judge_dir).resolve()}:{JUDGE_MOUNT}:ro", *_judge_access()] if judge_dir else []
+    weights = ["--volume", f"{Path(weights_dir).resolve()}:{WEIGHTS_MOUNT}:ro"] if weights_dir else []
     return [
         engine_binary(engine), "run", "--name", name, *_isolation(limits),
         "--user", f"{CONTAINER_UID}:{CONTAINER_UID}",
         "--volume", f"{job_dir}:/job:ro",
         "--volume", f"{job_dir / 'out'}:/job/out:rw",
-        *cache,
+        *cache, *judge, *weights,
         "--entrypoint", INIT, image, "--", *wall_clock(limits.wall_clock_s), *JOB_COMMAND,
     ]
+
+
+def prepare_judge_folder(folder: Path, socket: Path) -> None:
+    """Let the container's user, and no other user of the host, connect to the relay's ``socket`` in ``folder``.
+
+    As root, the folder and the socket go to the container's user (still 0700 and 0600: the relay, as
+    root, keeps serving and removing them). Otherwise the launcher cannot give them away: they stay
+    its own, open to its group only (folder: enter, not list), and the container's user joins that
+    group (:func:`_judge_access`), in a container where nothing else of the host is mounted.
+    """
+    if os.geteuid() == 0:
+        for path in (folder, socket):
+            os.chown(path, CONTAINER_UID, CONTAINER_UID)
+        folder.chmod(0o700)
+        socket.chmod(0o600)
+    else:
+        folder.chmod(0o710)
+        socket.chmod(0o660)
+
+
+def _judge_access() -> list[str]:
+    # The group of prepare_judge_folder's non-root case; as root the socket is the container user's own.
+    return [] if os.geteuid() == 0 else ["--group-add", str(os.getegid())]
 
 
 def wall_clock(limit_s: float) -> list[str]:

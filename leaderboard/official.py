@@ -4,8 +4,9 @@
   its model ids, the DINOv2 weights folder and the device (``IWR_OFFICIAL_*``, leaderboard/settings.py).
   The key is no setting: the scoring worker's environment holds it under the variable
   ``OFFICIAL_JUDGE_KEY_ENV`` names, and only the evaluator's judge relay, outside the job's sandbox,
-  receives it (:func:`launcher_key`). The container sandbox would have to carry the key into the
-  job's container, so official scoring is refused there.
+  receives it (:func:`launcher_key`). With the container sandbox the relay runs in the worker's
+  ``container-job`` launcher, beside the job's container (``OFFICIAL_EVALUATOR_IMAGE``), which gets the
+  relay's socket folder and the weights read-only, and neither the key nor any variable of the worker.
 - Disclosure (:func:`may_judge_split`): judging a task sends its ground truth (action descriptions,
   assertions, reference screenshots) to a third party. Only the splits ``OFFICIAL_JUDGE_SPLITS`` names
   may be judged; the held-out split is off unless an operator names it.
@@ -54,9 +55,6 @@ def unavailable_reason() -> str:
         return "Official scoring is off: set IWR_OFFICIAL_JUDGE_MODEL to the judge's model id."
     if not config.weights_dir:
         return "Official scoring is off: set IWR_OFFICIAL_WEIGHTS_DIR to the folder of the DINOv2-base weights."
-    if settings.EVALUATOR_SANDBOX == "container":
-        return ("Official scoring is off with IWR_EVALUATOR_SANDBOX=container: the judge's key would have to enter "
-                "the job's container. Score official jobs with the bubblewrap sandbox.")
     return ""
 
 

@@ -364,8 +364,9 @@ EVALUATOR_PIDS = env.get_int("IWR_EVALUATOR_PIDS", 512, minimum=64)
 # Protocol iwr-official: the paper's LLM judge (leaderboard/official.py; docs/official.md). Off
 # until an operator names an endpoint and a judge model. The key is never a setting: the scoring
 # worker's environment holds it under IWR_OFFICIAL_JUDGE_KEY_ENV and only the evaluator's judge
-# relay (outside the job sandbox) receives it. The visual models need the optional environment
-# (scripts/setup-official.sh): IWR_OFFICIAL_EVALUATOR_COMMAND runs the evaluator from it.
+# relay (outside the job sandbox or container) receives it. The visual models need the optional environment
+# (scripts/setup-official.sh): IWR_OFFICIAL_EVALUATOR_COMMAND runs the evaluator from it; in container
+# mode they come with IWR_OFFICIAL_EVALUATOR_IMAGE.
 # ---------------------------------------------------------------------------------------
 OFFICIAL_JUDGE_BASE_URL = env.get_pattern("IWR_OFFICIAL_JUDGE_BASE_URL", "", r"https?://\S+",
                                           "an OpenAI-compatible API address such as https://api.example.com/v1")
@@ -376,6 +377,8 @@ OFFICIAL_JUDGE_KEY_ENV = env.get_pattern("IWR_OFFICIAL_JUDGE_KEY_ENV", "IWR_OFFI
 OFFICIAL_WEIGHTS_DIR = env.get_str("IWR_OFFICIAL_WEIGHTS_DIR", "")  # DINOv2-base, checked against pinned sums
 OFFICIAL_DEVICE = env.get_choice("IWR_OFFICIAL_DEVICE", "cpu", ("cpu", "cuda"))
 OFFICIAL_EVALUATOR_COMMAND = env.get_str("IWR_OFFICIAL_EVALUATOR_COMMAND", "")  # empty: IWR_EVALUATOR_COMMAND's
+# With IWR_EVALUATOR_SANDBOX=container: the image with the visual models (docker/Dockerfile.evaluator-official).
+OFFICIAL_EVALUATOR_IMAGE = env.get_str("IWR_OFFICIAL_EVALUATOR_IMAGE", "iwr/evaluator-official:latest")
 # EasyOCR and DINOv2 on CPU take seconds per checkpoint and every step waits for the judge.
 OFFICIAL_TIME_LIMIT_SECONDS = env.get_int("IWR_OFFICIAL_TIME_LIMIT", 6 * 3600, minimum=60)
 # Sending a split's ground truth (descriptions, assertions, reference screenshots) to a third-party

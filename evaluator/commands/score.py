@@ -47,11 +47,11 @@ def register(subparsers) -> None:
     parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
     parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
     parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
-    _official_arguments(parser)
+    official_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def _official_arguments(parser) -> None:
+def official_arguments(parser) -> None:
     group = parser.add_argument_group("protocol iwr-official (the paper's LLM judge)")
     group.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible API (…/v1)")
     group.add_argument("--judge-model", default=None, help="model id of the assertion judge and visual rubric")
@@ -141,11 +141,10 @@ def _official_job(args: argparse.Namespace) -> dict | None:
         return None
     from urllib.parse import urlsplit
 
-    return {"socket": args.judge_socket, "judge_model": args.judge_model,
-            "grounding_model": args.grounding_model or args.judge_model,
-            "host": urlsplit(args.judge_base_url or "").hostname or "",
-            "models": {"judge": args.judge_model, "grounding": args.grounding_model or args.judge_model},
-            "visual": json.loads(args.official_visual or "{}")}
+    from evaluator.official.config import job_settings
+
+    return job_settings(args.judge_socket, args.judge_model, args.grounding_model,
+                        urlsplit(args.judge_base_url or "").hostname or "", json.loads(args.official_visual or "{}"))
 
 
 def _print_bundle_notes(job_json: Path) -> None:

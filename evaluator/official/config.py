@@ -70,8 +70,19 @@ class OfficialSettings:
         return {"weights": str(self.weights), "sha256": dict(self.weights_sha256), "device": self.device}
 
 
-def check_settings(settings: OfficialSettings, environ=None) -> None:
-    """Raise SettingsError for the first thing the operator must set (no network call)."""
+def job_settings(socket: str, judge_model: str, grounding_model: str | None, host: str, visual: dict) -> dict:
+    """The judge settings a job scores with (``runner.score(official=...)``): plain data, never a key."""
+    grounding = grounding_model or judge_model
+    return {"socket": socket, "judge_model": judge_model, "grounding_model": grounding, "host": host,
+            "models": {"judge": judge_model, "grounding": grounding}, "visual": visual}
+
+
+def check_settings(settings: OfficialSettings, environ=None, here: bool = True) -> None:
+    """Raise SettingsError for the first thing the operator must set (no network call).
+
+    ``here``: the visual models run in this Python (its optional environment is checked); a job run in an
+    evaluator container has them in its image instead, and only the weights are checked here.
+    """
     if not settings.base_url:
         raise SettingsError("protocol iwr-official needs a judge endpoint: set --judge-base-url URL "
                             "(an OpenAI-compatible API, e.g. https://api.example.com/v1)")
@@ -82,7 +93,7 @@ def check_settings(settings: OfficialSettings, environ=None) -> None:
         raise SettingsError(f"--device must be cpu or cuda, got {settings.device!r}")
     if settings.visual_factory:
         return
-    missing = [name for name in OFFICIAL_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in OFFICIAL_MODULES if importlib.util.find_spec(name) is None] if here else []
     if missing:
         raise SettingsError(f"the official visual models need the optional environment (missing "
                             f"{', '.join(missing)}): run scripts/setup-official.sh and score with "

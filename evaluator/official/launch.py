@@ -1,4 +1,5 @@
-"""``score --protocol iwr-official``, outside the sandbox: check the settings, start the relay, run the job.
+"""``score --protocol iwr-official`` (and ``container-job``), outside the sandbox: check the settings, start the
+relay, run the job.
 
 The order matters: every setting is checked and the endpoint is asked once (preflight) before
 the job starts, so an unusable configuration stops the command with one line and nothing scored.
@@ -39,19 +40,21 @@ def settings_from_args(args) -> OfficialSettings:
                             visual_factory=os.environ.get("IWR_OFFICIAL_VISUAL_FACTORY") or None)
 
 
-def run_official(args, run_job) -> int:
-    """Check, start the relay, run ``run_job(args)`` (sandboxed or here) with the relay's socket, record."""
+def run_official(args, run_job, socket_folder: Path | None = None, here: bool = True) -> int:
+    """Check, start the relay, run ``run_job(args)`` (sandboxed, here or in a container) with the relay's
+    socket, record. ``socket_folder``: where the relay listens (default: a new private folder); ``here``:
+    the visual models run in this Python, not in an evaluator container's image."""
     from evaluator.cli import UsageError
 
     try:
         settings = settings_from_args(args)
-        check_settings(settings)
+        check_settings(settings, here=here)
         relay = Relay(settings.endpoint(), AnswerCache(settings.cache_dir), settings.budget)
         preflight(relay, settings)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     with relay:
-        args.judge_socket = str(relay.serve())
+        args.judge_socket = str(relay.serve(socket_folder))
         args.official_visual = json.dumps(settings.visual_spec())
         args.judge_stats = relay.stats.as_dict
         code = run_job(args)

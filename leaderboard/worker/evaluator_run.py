@@ -225,15 +225,34 @@ class EvaluatorRun:
                              container_limits(), self.evaluation.protocol, settings.CONTAINER_ENGINE, labels)
         # The job's own clock runs past the worker's (limit + grace, when the worker stops it): it only
         # fires when nobody watches; then the job ends by the deadline its labels give the sweeps.
-        limits = container_limits(wall_clock_s=settings.EVALUATION_TIME_LIMIT_SECONDS + STOP_GRACE_SECONDS)
+        limits = container_limits(wall_clock_s=self.time_limit + STOP_GRACE_SECONDS)
+        if self.official:
+            return self.official_container_command(labels, limits)
         command = container.run_command(self.dir, settings.EVALUATOR_IMAGE, self.container_name,
                                         limits, settings.CONTAINER_ENGINE, ocr_cache=ocr_cache_dir())
         return [*command[:2], *self.container_labels(labels), *command[2:]]
 
+    def official_container_command(self, labels: dict[str, str], limits) -> list[str]:
+        """The evaluator's ``container-job`` launcher (evaluator/commands/container_job.py): it runs the judge
+        relay, the only holder of the key (from this process's environment, :meth:`environment`), and starts
+        the same container with the official image, the relay's socket folder (in the job folder, removed with
+        it) and the weights mounted read-only. It leaves the ended container to :meth:`remove_container`."""
+        from evaluator import container
+
+        container.check_chromium_sandbox()  # refused here, as ours, like the plain job's run_command
+        base = shlex.split(settings.EVALUATOR_COMMAND) or [sys.executable, "-m", "evaluator"]
+        return [*base, "container-job", str(self.dir), "--image", settings.OFFICIAL_EVALUATOR_IMAGE,
+                "--engine", settings.CONTAINER_ENGINE, "--name", self.container_name,
+                *(f"--label={name}={value}" for name, value in labels.items()),
+                "--stop-timeout", str(STOP_GRACE_SECONDS), "--memory", limits.memory, "--cpus", str(limits.cpus),
+                "--pids", str(limits.pids), "--time-limit", str(limits.wall_clock_s),
+                "--ocr-cache", str(ocr_cache_dir()), "--judge-dir", str(self.dir / "judge"), "--keep-container",
+                *official.judge_arguments(self.evaluation.judge_model, self.evaluation.grounding_model)]
+
     def label_values(self) -> dict[str, str]:
         """Who runs the containers of this attempt and until when (:func:`containers.job_labels`)."""
         node = self.evaluation.worker.rpartition(":")[0] or self.evaluation.worker
-        deadline = time.time() + settings.EVALUATION_TIME_LIMIT_SECONDS + 2 * STOP_GRACE_SECONDS
+        deadline = time.time() + self.time_limit + 2 * STOP_GRACE_SECONDS
         return containers.job_labels(node, self.evaluation.pk, self.evaluation.attempts, deadline)
 
     def container_labels(self, labels: dict[str, str] | None = None) -> list[str]:
@@ -358,7 +377,7 @@ class EvaluatorRun:
             from evaluator.container import TIMED_OUT_STATUS
 
             if self.container_name and returncode == TIMED_OUT_STATUS:  # the container's own wall clock
-                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(settings.EVALUATION_TIME_LIMIT_SECONDS))
+                return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(self.time_limit))
             oom = bool(self.container_name) and self.container_oom_killed()
             return Outcome(*failed_run(returncode, self.log_tail(), oom, self.log_tail(shown=True)))
         path = self.out_dir / "results.json"

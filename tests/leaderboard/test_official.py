@@ -4,6 +4,7 @@ and the agreement of the two judges read from stored steps, with the held-out ru
 
 from __future__ import annotations
 
+import json
 from urllib.parse import quote
 
 import pytest
@@ -74,12 +75,12 @@ def test_without_a_judge_endpoint_the_admin_says_why_and_queues_nothing(client, 
     assert not submission.evaluations.exists()
 
 
-def test_the_container_sandbox_refuses_official_scoring(client, maintainer, owner, judge):
-    """The key would have to enter the job's container: refused, with the reason."""
+def test_the_container_sandbox_scores_official_jobs_too(client, maintainer, owner, judge):
+    """The relay runs beside the job's container (the key stays outside it): official scoring is not refused."""
     judge.EVALUATOR_SANDBOX = "container"
     logged_in(client, maintainer)
     page = act(client, [make_bundle_submission(owner, pages={"1": PAGE})]).content.decode()
-    assert "IWR_EVALUATOR_SANDBOX=container" in page
+    assert "1 of 1 selected entry would be judged" in page and "IWR_EVALUATOR_SANDBOX" not in page
 
 
 def test_the_admin_asks_first_with_the_count_then_queues_official_rescores_by_the_configured_judge(
@@ -187,6 +188,38 @@ def test_the_key_reaches_only_the_relay_never_the_job_or_the_command_line(owner,
     deterministic = evaluator_run.EvaluatorRun(make_queued_evaluation(make_submission(owner)), "token")
     deterministic.dir.mkdir(parents=True)
     assert KEY not in "".join(deterministic.environment().values())
+
+
+def test_in_container_mode_an_official_job_runs_the_launcher_with_the_official_image_and_never_the_key(
+        owner, judge, monkeypatch, tmp_path):
+    """The worker runs ``container-job`` (the judge relay's launcher) instead of ``docker run``: the official
+    image, the attempt's labels and name, the judge flags and a relay folder in the job folder; the key reaches
+    the launcher's environment only, never its command line nor job.json."""
+    from evaluator import container
+    from tests.leaderboard.test_pipeline_sandbox import fake_engine
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    fake_engine(tmp_path, judge, "")
+    judge.OFFICIAL_EVALUATOR_IMAGE = "registry.example.org/iwr/evaluator-official:7"
+    judge.JOBS_ROOT = tmp_path / "jobs"
+    monkeypatch.setattr(container, "start_fill", lambda *args: True)
+    monkeypatch.setattr(container, "chromium_sandbox_problem", lambda: None)
+    job = official_job(owner)
+    job.dir.mkdir(parents=True)
+    command = job.command()
+    assert command[command.index("-m") + 1:][:2] == ["evaluator", "container-job"]
+    assert command[command.index("container-job") + 1] == str(job.dir)
+    assert option(command, "--image") == "registry.example.org/iwr/evaluator-official:7"
+    assert option(command, "--name") == job.container_name and "--keep-container" in command
+    assert option(command, "--judge-dir") == str(job.dir / "judge")
+    assert option(command, "--time-limit") == str(5 * 3600 + evaluator_run.STOP_GRACE_SECONDS)  # the official limit
+    assert (option(command, "--judge-model"), option(command, "--judge-key-env")) == ("judge-pro-2", KEY_ENV)
+    assert any(word.startswith("--label=org.iwr-bench.evaluation=") for word in command)
+    assert KEY not in " ".join(command)
+    job_json = (job.dir / "job.json").read_text()
+    assert KEY not in job_json and json.loads(job_json)["protocol"] == "iwr-official-1"
+    launcher = job.environment()
+    assert launcher[KEY_ENV] == KEY
 
 
 def test_an_official_job_without_the_key_fails_at_once_and_says_which_variable(owner, judge, monkeypatch):
