@@ -20,7 +20,20 @@ COMMANDS = ("validate", "score", "check_bundle", "ocr_cache", "job", "container_
 
 
 class UsageError(Exception):
-    """Inputs the user gave cannot be used; the message is printed as one line."""
+    """Inputs the user gave cannot be used; the message is printed as one line (exit status 2)."""
+
+    exit_code = 2
+
+
+# iwr-official: the judge's settings or endpoint cannot be used (no endpoint, refused key, unreachable,
+# bad weights). Its own exit status, so that a site's worker tells the operator's fault from the bundle's.
+JUDGE_UNUSABLE_EXIT = 3
+
+
+class JudgeUnusableError(UsageError):
+    """The judge an official score needs cannot be used; nothing was scored."""
+
+    exit_code = JUDGE_UNUSABLE_EXIT
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -58,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

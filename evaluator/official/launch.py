@@ -44,7 +44,7 @@ def run_official(args, run_job, socket_folder: Path | None = None, here: bool = 
     """Check, start the relay, run ``run_job(args)`` (sandboxed, here or in a container) with the relay's
     socket, record. ``socket_folder``: where the relay listens (default: a new private folder); ``here``:
     the visual models run in this Python, not in an evaluator container's image."""
-    from evaluator.cli import UsageError
+    from evaluator.cli import JudgeUnusableError
 
     try:
         settings = settings_from_args(args)
@@ -52,7 +52,7 @@ def run_official(args, run_job, socket_folder: Path | None = None, here: bool = 
         relay = Relay(settings.endpoint(), AnswerCache(settings.cache_dir), settings.budget)
         preflight(relay, settings)
     except SettingsError as exc:
-        raise UsageError(str(exc)) from None
+        raise JudgeUnusableError(str(exc)) from None
     with relay:
         args.judge_socket = str(relay.serve(socket_folder))
         args.official_visual = json.dumps(settings.visual_spec())

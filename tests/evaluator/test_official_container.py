@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evaluator import container
-from evaluator.cli import UsageError
+from evaluator.cli import JUDGE_UNUSABLE_EXIT, UsageError
 from evaluator.commands.container_job import container_official, engine_environment
 from evaluator.commands.job import official_settings, read_job
 from tests.evaluator.canary import CANARY, SECRET_ENV
@@ -246,7 +246,7 @@ def test_an_unusable_judge_stops_the_launcher_in_one_line_before_any_container(t
         with ScriptedJudge(script=list(configure)) as judge:
             proc, calls = launch(tmp_path, judge, "--judge-budget-requests", "9")
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert proc.returncode == 2 and len(errors) == 1 and message in errors[0], proc.stderr
+    assert proc.returncode == JUDGE_UNUSABLE_EXIT and len(errors) == 1 and message in errors[0], proc.stderr
     assert calls == ""  # the engine was never called
     assert "official" not in json.loads((tmp_path / "job" / "job.json").read_text())
     assert not (tmp_path / "j").exists()

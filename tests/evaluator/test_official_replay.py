@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.cli import JUDGE_UNUSABLE_EXIT
 from tests.evaluator.fake_endpoint import Reply
 from tests.evaluator.fake_judge import ScriptedJudge
 from tests.evaluator.fixtures.dataset_builder import build_dataset, record
@@ -162,24 +163,24 @@ def test_a_page_that_addresses_the_judge_does_not_change_the_verdict(tmp_path: P
     (["--judge-base-url", "http://127.0.0.1:9/v1"], "set --judge-model ID"),
 ])
 def test_unusable_configuration_exits_with_one_line_and_scores_nothing(tmp_path: Path, args, message):
-    """No endpoint or no model: exit 2, one line saying what to set, no results.json."""
+    """No endpoint or no model: exit 3 (the judge is unusable), one line saying what to set, no results.json."""
     data = task_set(tmp_path / "set")
     bundle = make_bundle(tmp_path / "bundle", dict.fromkeys(ASSERTIONS, GOOD_PAGE))
     command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
                "--out", str(tmp_path / "out"), "--protocol", "iwr-official", *args]
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "IWR_OFFICIAL_VISUAL_FACTORY": FIXED_MODELS})
-    assert proc.returncode == 2
+    assert proc.returncode == JUDGE_UNUSABLE_EXIT
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert not (tmp_path / "out" / "results.json").exists()
 
 
 def test_a_refused_key_exits_with_what_to_set(tmp_path: Path):
-    """The endpoint answers 401: exit 2 naming the key variable, nothing scored."""
+    """The endpoint answers 401: exit 3 naming the key variable, nothing scored."""
     with ScriptedJudge(script=[Reply(401, {"error": {"message": "bad key"}})]) as judge:
         proc, results = score(tmp_path, judge, "out")
-    assert proc.returncode == 2 and results is None
+    assert proc.returncode == JUDGE_UNUSABLE_EXIT and results is None
     assert "set OPENAI_API_KEY to a valid key" in proc.stderr
     assert len(judge.requests) == 1
 

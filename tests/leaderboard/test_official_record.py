@@ -99,3 +99,20 @@ def test_the_protocol_agreement_page_is_kept_until_the_generation_moves(client, 
     assert "2 / 2" in client.get(url).content.decode()
     bump_generation()
     assert "1 / 2" in client.get(url).content.decode()
+
+
+def test_an_unusable_judge_fails_the_run_as_the_servers_fault_not_charged(owner, judge, tmp_path):  # noqa: F811
+    """The launcher exits JUDGE_UNUSABLE_EXIT (no endpoint, refused key): the operator's fault, named, not charged;
+    exit 2 of a deterministic job stays the bundle's."""
+    from evaluator.cli import JUDGE_UNUSABLE_EXIT
+    from leaderboard.heldout import CHARGED_KINDS
+
+    judge.JOBS_ROOT = tmp_path / "jobs"
+    job = official_job(owner)
+    job.tasks = {}
+    job.dir.mkdir(parents=True)
+    job.log_path.write_text("error: the judge endpoint refused the key: set IWR_TEST_JUDGE_KEY to a valid key\n")
+    outcome = job.outcome(JUDGE_UNUSABLE_EXIT)
+    assert outcome.status == "failed" and outcome.kind == Evaluation.FailureKind.INFRASTRUCTURE
+    assert outcome.kind not in CHARGED_KINDS
+    assert "refused the key" in outcome.reason and "Not charged" in outcome.reason
