@@ -1,5 +1,7 @@
 """Site-wide pages: health check, the About page and the command-line client's download."""
 
+import functools
+import json
 from pathlib import Path
 
 from django.conf import settings
@@ -27,7 +29,21 @@ def about(request):
     quotas = [{"split": split, "limit": int(settings.SUBMISSION_QUOTAS.get(split, 0))}
               for split in (Split.TEST, Split.DEV)]
     return render(request, "leaderboard/about.html",
-                  {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB, "official": _official()})
+                  {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB, "official": _official(),
+                   "validation": judge_validation()})
+
+
+VALIDATION_FILE = Path(__file__).resolve().parents[1] / "data" / "judge_validation.json"
+
+
+@functools.cache
+def judge_validation() -> dict:
+    """The calibration figures of each deterministic protocol, per half, as measured (leaderboard/data)."""
+    document = json.loads(VALIDATION_FILE.read_text(encoding="utf-8"))
+    for run in document["runs"]:
+        for figures in run["halves"].values():
+            figures["relations_pct"] = round(100 * figures["relations_held"] / figures["relations_total"], 1)
+    return document
 
 
 def _official() -> dict:

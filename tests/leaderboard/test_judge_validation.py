@@ -1,0 +1,41 @@
+"""The About page says how the judge was validated, with the figures of the committed calibration runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leaderboard.views.site import VALIDATION_FILE
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_about_page_shows_every_half_of_every_measured_run(client):
+    document = json.loads(VALIDATION_FILE.read_text())
+    page = client.get("/about/").content.decode()
+    assert 'id="judge-validation"' in page and "held-out half" in page and "tuning half" in page
+    rows = page.split('id="validation-figures"')[1].split("</table>")[0]
+    for run in document["runs"]:
+        for half, figures in run["halves"].items():
+            pct = round(100 * figures["relations_held"] / figures["relations_total"], 1)
+            cell = f"{figures['relations_held']} / {figures['relations_total']} ({pct}%)"
+            assert cell in rows, (run["protocol"], half)
+            assert f"{figures['reference_ifs_1']} / {figures['tasks']}" in rows
+            assert f"{figures['step_recall']:.3f}" in rows
+    assert rows.count("<tr>") == 1 + sum(len(run["halves"]) for run in document["runs"])
+
+
+def test_the_committed_figures_are_consistent():
+    """Counts within their totals and the halves add up to the corpus: a figure typed by hand would show."""
+    document = json.loads(VALIDATION_FILE.read_text())
+    corpus = document["corpus"]
+    assert corpus["tuning_tasks"] + corpus["held_out_tasks"] == corpus["tasks"]
+    for run in document["runs"]:
+        assert set(run["halves"]) == {"tuning", "held_out"}
+        for half, figures in run["halves"].items():
+            assert figures["tasks"] == corpus[f"{half}_tasks"]
+            assert 0 <= figures["relations_held"] <= figures["relations_total"]
+            assert 0 <= figures["reference_ifs_1"] <= figures["tasks"]
+            assert 0 <= figures["stops_at_truth"] <= figures["stops_total"]
+            assert 0 <= figures["step_precision"] <= 1 and 0 <= figures["step_recall"] <= 1
