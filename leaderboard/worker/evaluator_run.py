@@ -379,9 +379,9 @@ class EvaluatorRun:
             from evaluator.outputs import strip_server_paths
 
             if self.official and returncode == JUDGE_UNUSABLE_EXIT:  # this server's judge, not the pages
-                return Outcome.failed(Kind.INFRASTRUCTURE, "The judge could not be used, nothing was scored: "
-                                      f"{strip_server_paths(self.log_tail(shown=True))[:300]} A maintainer has to fix the "
-                                      "judge's settings and retry. Not charged.")
+                said = strip_server_paths(self.log_tail(shown=True))[:300]
+                return Outcome.failed(Kind.INFRASTRUCTURE, f"The judge could not be used, nothing was scored: {said} "
+                                      "A maintainer has to fix the judge's settings and retry. Not charged.")
 
             if self.container_name and returncode == TIMED_OUT_STATUS:  # the container's own wall clock
                 return Outcome.failed(Kind.TIME_LIMIT, time_limit_reason(self.time_limit))
