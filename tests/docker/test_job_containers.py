@@ -196,22 +196,27 @@ def write_as_job_user(names: list[str], out: Path) -> None:
 
 
 @contextmanager
-def dispatcher_user():
-    """This process as the dispatcher's user (effective ids), with the engine's socket group, as in compose.
+def effective_user(uid: int, groups: list[int] | None = None):
+    """This process as user and group ``uid`` (effective ids) with only ``groups`` besides, then root again.
 
     (The interpreter of this machine lives in root's home: no process of another user could start it.)
     """
-    socket = os.environ["DOCKER_HOST"].removeprefix("unix://")
-    groups = os.getgroups()
-    os.setgroups([os.stat(socket).st_gid])
-    os.setegid(DISPATCHER_UID)
-    os.seteuid(DISPATCHER_UID)
+    kept = os.getgroups()
+    os.setgroups(groups or [])
+    os.setegid(uid)
+    os.seteuid(uid)
     try:
         yield
     finally:
         os.seteuid(0)
         os.setegid(0)
-        os.setgroups(groups)
+        os.setgroups(kept)
+
+
+def dispatcher_user():
+    """This process as the dispatcher's user, with the engine's socket group, as in compose."""
+    socket = os.environ["DOCKER_HOST"].removeprefix("unix://")
+    return effective_user(DISPATCHER_UID, [os.stat(socket).st_gid])
 
 
 def as_dispatcher(folder: Path, sandbox: str, settings) -> dict:

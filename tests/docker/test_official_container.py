@@ -9,7 +9,6 @@ IWR_OFFICIAL_VISUAL_FACTORY, the way the browser tests score.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
@@ -26,7 +25,7 @@ import pytest
 
 from evaluator import container
 from evaluator.bundle import make_bundle_zip
-from tests.docker.test_job_containers import DISPATCHER_UID, dispatcher_user
+from tests.docker.test_job_containers import DISPATCHER_UID, dispatcher_user, effective_user
 from tests.evaluator import fake_judge
 from tests.evaluator.fake_judge import ScriptedJudge
 
@@ -147,20 +146,6 @@ def probe(command: list[str], image: str, name: str) -> str:
 def without_group(command: list[str]) -> list[str]:
     at = command.index("--group-add")
     return command[:at] + command[at + 2:]
-
-
-@contextlib.contextmanager
-def effective_user(uid: int):
-    groups = os.getgroups()
-    os.setgroups([])
-    os.setegid(uid)
-    os.seteuid(uid)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
-        os.setgroups(groups)
 
 
 def test_a_non_root_launcher_lets_the_container_user_and_nobody_else_reach_the_relay(evaluator_image, tmp_path):
