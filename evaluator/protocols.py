@@ -212,6 +212,10 @@ _DET3_TARGETING = {
     "check_verbs": (True, "'Tick the checkbox next to Green': tick, untick, check and uncheck say what to do, not "
                           "what the element is called; read as content words they made every candidate's text "
                           "score 0."),
+    "between_relation": (True, "'The 'Blue' button between 'Green' and 'Pink'': the names after 'between' place "
+                               "the target, like 'next to'; read as the target's own labels they gave the "
+                               "'Green' button the same text score as 'Blue'. The target's centre must lie "
+                               "between the two anchors' facing edges, in line with both."),
 }
 
 _DET3_ASSERTION = {
@@ -221,6 +225,19 @@ _DET3_ASSERTION = {
                             "appearing: it holds when that element's state (classes, aria-current / selected / "
                             "expanded / pressed, checked, disabled, colours) changed where the reference's pixels "
                             "at its place changed, and stayed where they did not."),
+    "element_place_check": (True, "The reference's pixels at the named element's box only say something about the "
+                                  "element when it stands there in the reference too: the box must show in the "
+                                  "reference's first checkpoint what the page showed before the action. On another "
+                                  "layout (an unstyled copy, a generated page) the clause holds when the element's "
+                                  "state changed."),
+    "element_place_fraction": (0.2, "The element stands elsewhere when more than 20% of its box (page-wide "
+                                    "tolerance) differs from the reference's first checkpoint: another font "
+                                    "changes a few glyph edges, another layout most of the box."),
+    "element_look": (True, "A highlight is often set on the named element's parent or sibling (Bootstrap's "
+                           "li.active > a) or by a pseudo-class, leaving the element's own classes and ARIA "
+                           "states alone: where the reference's pixels at the element changed and its state did "
+                           "not, the clause also holds when the element's place changed on the page and now looks "
+                           "as the reference's does there (same pixels at element_pixel_tolerance)."),
     "element_change_fraction": (0.005, "The reference changed an element's look when at least 0.5% of the pixels "
                                        "of its box (padded by 4 px, at half scale) differ by more than "
                                        "element_pixel_tolerance: a filter button's small inner square emptying "
@@ -250,6 +267,17 @@ _DET3_ASSERTION = {
     "commensurate_ratio": (0.25, "The page's pixel change must reach a quarter of the reference's when the "
                                  "reference changed more than 2% of its view; below that the views differ too "
                                  "much in kind to be the same effect (a fragment jump moves the whole view)."),
+    "commensurate_tolerance": (2, "Both pages' changed pixels are counted at a channel difference of 2 for that "
+                                  "comparison: white cards leaving a light grey page (MixItUp's filters) differ by "
+                                  "13 levels, below the page-wide 24, so a filtered grid counted 1.7% of the view "
+                                  "and a scripts-stripped page's ticked box passed beside it; screenshots are "
+                                  "lossless and two captures of the same state differ by 0."),
+    "dom_reaction_commensurate": (True, "A page whose own scripts changed its DOM (a class, an ARIA state, an inline "
+                                        "style) where the reference changed without scrolling reacted as the "
+                                        "reference did, however little its stylesheet draws of it (an unstyled "
+                                        "copy's filtered grid and highlighted button); a native tick of a "
+                                        "scripts-stripped page and a fragment link change no DOM. Where the "
+                                        "reference scrolled, the change must still be commensurate."),
 }
 
 _DET3_SETTLE = {

@@ -195,7 +195,7 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
                 t.kind, ticks = "action", True
     if params is not None and params.grid_ordinals:
         _grid_positions(tokens, desc)
-    kinds = _phases(tokens)
+    kinds = _phases(tokens, between=params is not None and params.between_relation)
     _collect(tokens, desc)
     _collect_relations(tokens, kinds, desc)
     if not desc.content and not desc.quotes:
@@ -283,22 +283,31 @@ def _kind(token: _Token) -> str:
     return "content"
 
 
-def _phases(tokens: list[_Token]) -> list[str]:
+def _phases(tokens: list[_Token], between: bool = False) -> list[str]:
     """Mark anchor phrases ("in the 'Dropdown' card") and purpose phrases ("to collapse it").
 
     Both start only once the target's head (a role noun or a quoted label) has been read, so
     "the Add to cart button" and "the Terms of Service link" stay whole. A relation ("to the
     left of", "next to", "below") also starts an anchor phrase, whose tokens it owns; the
     kinds of the relations read are returned in order.
+
+    With ``between`` (iwr-det-3), "between 'Green' and 'Pink'" reads as two relations of kind
+    "between", one per side, the "and" joining them naming nothing.
     """
-    phase, headed, relation, skip = "target", False, None, 0
+    phase, headed, relation, skip, open_between, mate_named = "target", False, None, 0, False, False
     relations: list[str] = []
     for i, token in enumerate(tokens):
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        trigger = _relation_at(tokens, i) if headed and phase != "purpose" and not skip else None
+        trigger = _relation_at(tokens, i, between) if headed and phase != "purpose" and not skip else None
         if token.kind == "break":
-            phase, relation = "target", None
+            phase, relation, open_between = "target", None, False
+        elif open_between and phase == "anchor" and token.word in ("and", "&") and token.kind == "stop":
+            relations.append("between_and")
+            relation, open_between, token.kind, mate_named = len(relations) - 1, False, "relation", False
+        elif mate_named and token.word in RELATIONAL:  # "... and About in the menu": the rest is context
+            relation, mate_named = None, False
         elif trigger:
+            open_between = trigger[0] == "between"
             kind, skip = trigger
             relations.append(kind)
             phase, relation = "anchor", len(relations) - 1
@@ -311,11 +320,14 @@ def _phases(tokens: list[_Token]) -> list[str]:
         token.phase, token.relation = phase, relation
         if token.kind in ("role", "quote"):
             headed = True
+        if relation is not None and relations[relation] == "between_and" and token.kind in ("quote", "content", "role"):
+            mate_named = True
     return relations
 
 
-def _relation_at(tokens: list[_Token], i: int) -> tuple[str, int] | None:
-    """(kind, number of tokens) of a relation starting at token ``i``: "to the left of", "next to", "below"."""
+def _relation_at(tokens: list[_Token], i: int, between: bool = False) -> tuple[str, int] | None:
+    """(kind, number of tokens) of a relation starting at token ``i``: "to the left of", "next to", "below",
+    and with ``between`` (iwr-det-3) "between"."""
     ahead = [t.word if t.kind != "quote" else "" for t in tokens[i:i + 4]] + [""] * 4
     side = 1 if ahead[0] in SIDE_LEAD_INS else 0
     side += 1 if ahead[side] == "the" else 0
@@ -325,6 +337,8 @@ def _relation_at(tokens: list[_Token], i: int) -> tuple[str, int] | None:
         return "near", 2
     if ahead[0] in RELATION_WORDS:
         return RELATION_WORDS[ahead[0]], 1
+    if between and ahead[0] == "between":
+        return "between", 1
     return None
 
 
@@ -382,7 +396,15 @@ def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description
             relation.role = ANCHOR_NOUNS[token.word]
         elif token.kind == "content":
             relation.words.append(token.word)
-    for relation in relations:
+    for i, relation in enumerate(relations):
+        if relation.kind == "between":  # its other side follows it ("and 'Pink'")
+            mate = relations[i + 1] if i + 1 < len(relations) and relations[i + 1].kind == "between_and" else None
+            if mate is None or mate.empty or relation.empty:
+                relation.kind = "near"  # one side named only ("between the cards"): next to it
+                if mate is not None:
+                    mate.kind = "near"
+        elif relation.kind == "between_and":
+            relation.kind = "between" if relations[i - 1].kind == "between" else "near"
         if not relation.empty:
             desc.relations.append(relation)
         elif relation.kind in ("left", "right"):

@@ -104,6 +104,8 @@ class TargetingParams(_Section):
     attribute_labels: bool = False
     # tick / untick / check / uncheck are verbs of the instruction, not words of the target's name
     check_verbs: bool = False
+    # "the 'Blue' button between 'Green' and 'Pink'": the two names place the target, they are not its label
+    between_relation: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,13 @@ class AssertionParams(_Section):
     # a visible-state clause ("'Green' is no longer highlighted") is checked on the named element's
     # state, against the reference's pixel change at that element's place
     element_state: bool = False
+    # an element whose own state stayed still holds a visible-state clause when its place changed and now
+    # looks as the reference's does there (a highlight set on its parent or by a pseudo-class)
+    # the element's place must show in the reference's first checkpoint what the page showed before
+    # (share of changed pixels below this at pixel_tolerance) for the reference's pixels there to count
+    element_place_check: bool = False
+    element_place_fraction: float = 0.2
+    element_look: bool = False
     # share of the named element's box (reference checkpoints) whose pixels must differ for the
     # reference to have changed that element's look
     element_change_fraction: float = 0.005
@@ -155,4 +164,8 @@ class AssertionParams(_Section):
     commensurate_change: bool = False
     # below this share of the reference's pixel change, the page's own pixel change does not count
     commensurate_ratio: float = 0.25
+    # channel tolerance the commensurate check counts both pages' changed pixels at (0: pixel_tolerance)
+    commensurate_tolerance: int = 0
+    # a page whose own scripts changed its DOM where the reference changed in place is commensurate
+    dom_reaction_commensurate: bool = False
 

@@ -73,6 +73,33 @@ def relation_score(kind: str, box: list[float], anchors: list[list[float]],
     return max((_fit(kind, box, a, p) for a in anchors if _inside_share(a, box) < OWN_CONTENT), default=0.0)
 
 
+def between_score(box: list[float], sides: tuple[list[list[float]], list[list[float]]],
+                  params: TargetingParams | None = None) -> float | None:
+    """How well ``box`` sits between an anchor of each side ("the 'Blue' button between 'Green' and
+    'Pink'"), in [0, 1]: its centre between their facing edges along the line joining them, and in
+    line with both across it. With one side found it is "next to" that side; None with neither."""
+    first, second = sides
+    if not first or not second:
+        return relation_score("near", box, first or second, params)
+    p = params or TargetingParams()
+    fits = [_between(box, a, b, p) for a in first for b in second
+            if _inside_share(a, box) < OWN_CONTENT and _inside_share(b, box) < OWN_CONTENT]
+    return max(fits, default=0.0)
+
+
+def _between(box: list[float], a: list[float], b: list[float], p: TargetingParams) -> float:
+    ca, cb = (a[0] + a[2] / 2, a[1] + a[3] / 2), (b[0] + b[2] / 2, b[1] + b[3] / 2)
+    axis = 0 if abs(ca[0] - cb[0]) >= abs(ca[1] - cb[1]) else 1
+    near, far = (a, b) if ca[axis] <= cb[axis] else (b, a)
+    lo, hi = near[axis] + near[axis + 2], far[axis]  # the facing edges
+    if hi <= lo:  # the two anchors touch or overlap: nothing lies between them
+        return 0.0
+    centre = box[axis] + box[axis + 2] / 2
+    edge = min(EDGE_MAX_PX, max(EDGE_MIN_PX, p.relation_edge_share * box[axis + 2]))
+    along = _clip(1 - _outside(centre, lo, hi - lo) / edge)
+    return along * min(_aligned(box, a, 1 - axis), _aligned(box, b, 1 - axis))
+
+
 def _fit(kind: str, box: list[float], anchor: list[float], p: TargetingParams) -> float:
     if kind == "near":  # "next to" / "beside" mean the same row in a page's language
         across = max(_side(side, box, anchor, p) for side in ("above", "below"))

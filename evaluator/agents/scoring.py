@@ -15,7 +15,7 @@ from rapidfuzz import fuzz
 from evaluator.agents.description import PICTURE_WORDS, Description
 from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
-from evaluator.agents.relations import relation_score, resolved_anchors
+from evaluator.agents.relations import between_score, relation_score, resolved_anchors
 from evaluator.agents.words import (
     best_token_match,
     canonical,
@@ -379,8 +379,16 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
     """Mean of the region cues, the relative position cues whose anchor is on the page ("to the
     left of the input"), and the enclosing block's text when it names what the element does not."""
     cues = [region_score(r, cand, geometry) for r in desc.regions]
-    for relation, boxes in zip(desc.relations, anchors or [], strict=False):
-        cue = relation_score(relation.kind, cand["box"], boxes, params)
+    pairs = list(zip(desc.relations, anchors or [], strict=False))
+    i = 0
+    while i < len(pairs):
+        relation, boxes = pairs[i]
+        if relation.kind == "between" and i + 1 < len(pairs) and pairs[i + 1][0].kind == "between":
+            cue = between_score(cand["box"], (boxes, pairs[i + 1][1]), params)  # the two sides, read together
+            i += 2
+        else:
+            cue = relation_score(relation.kind, cand["box"], boxes, params)
+            i += 1
         if cue is not None:
             cues.append(cue)
     context = context_score(desc, cand, params, resolved_anchors(desc, anchors))

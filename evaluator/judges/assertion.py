@@ -75,7 +75,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     if p.unchanged_reference_state and _reference_same(reference, p) and checks:
         checks = [_as_state(c) for c in checks]
         evidence["reference_unchanged"] = True
-    if p.commensurate_change and changed and not _commensurate(changes, reference, p):
+    if p.commensurate_change and changed and not _commensurate(changes, reference, p, before, after) \
+            and not _page_reacted(changes, reference, p):
         changed = evidence["changed"] = False
         evidence["commensurate"] = False
     delta = _delta_agreement(before, after, reference, p)
@@ -142,16 +143,45 @@ def _as_state(check: dict) -> dict:
     return {**check, "mode": "state", "holds": holds, "reference_unchanged": True}
 
 
-def _commensurate(changes: dict, reference: RefDelta | None, p: AssertionParams) -> bool:
+def _commensurate(changes: dict, reference: RefDelta | None, p: AssertionParams,
+                  before: PageState | None = None, after: PageState | None = None) -> bool:
     """The page's change can be the reference's: it changed its text or scrolled, or it changed at least a
     ``commensurate_ratio`` share of the pixels the reference changed where that was a large part (a
-    ticked box alone is not the grid the reference filtered; a new URL fragment is not a jump)."""
+    ticked box alone is not the grid the reference filtered; a new URL fragment is not a jump).
+
+    With ``commensurate_tolerance`` both shares are counted at that channel tolerance: white cards
+    leaving a light grey page change few pixels at the page-wide tolerance."""
     ref_fraction = (reference.detail or {}).get("pixel_fraction") if reference is not None else None
+    page_fraction = changes["pixel_fraction"] or 0.0
+    if p.commensurate_tolerance and reference is not None and reference.images is not None \
+            and before is not None and after is not None:
+        fine_ref = _fine_fraction(*reference.images, p)
+        fine_page = pixel_change_fraction(before.screenshot, after.screenshot, p.diff_scale, p.commensurate_tolerance)
+        if fine_ref is not None and fine_page is not None:
+            ref_fraction, page_fraction = fine_ref, fine_page
     if not ref_fraction or ref_fraction <= 10 * p.pixel_change_fraction:
         return True
     if changes["text"] or changes["scroll"]:  # content changed: its pixels depend on the page's layout
         return True
-    return (changes["pixel_fraction"] or 0.0) >= p.commensurate_ratio * ref_fraction
+    return page_fraction >= p.commensurate_ratio * ref_fraction
+
+
+def _fine_fraction(path_a, path_b, p: AssertionParams) -> float | None:
+    try:
+        return pixel_change_fraction(path_a.read_bytes(), path_b.read_bytes(), p.diff_scale, p.commensurate_tolerance)
+    except OSError:
+        return None
+
+
+def _page_reacted(changes: dict, reference: RefDelta | None, p: AssertionParams) -> bool:
+    """The page's own scripts changed its DOM (a class, an ARIA state, an inline style: a native tick
+    or a fragment link changes none) where the reference changed in place: that is its reaction,
+    however little its stylesheet draws of it (an unstyled copy's filtered grid). Not where the
+    reference scrolled, whose change is the view moving: a link that only marks itself active is
+    not the jump the reference made."""
+    if not p.dom_reaction_commensurate or reference is None or reference.scrolled is not False:
+        return False
+    return bool(changes.get("dom"))
 
 
 def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:

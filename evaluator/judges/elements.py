@@ -46,12 +46,49 @@ def element_check(name: str, before, after, reference, params) -> dict | None:
     if not now:
         return None
     changed = Counter(e["state"] for e in was) != Counter(e["state"] for e in now)
-    ref_fraction = _reference_change_at(reference, [e["box"] for e in now], params)
+    boxes = [e["box"] for e in now]
+    if params.element_place_check:  # only where the element stands where the reference shows it
+        boxes = [b for b in boxes if _same_place(before, reference, b, params)]
+    ref_fraction = _reference_change_at(reference, boxes, params)
     expected = None if ref_fraction is None else ref_fraction >= params.element_change_fraction
-    holds = changed if expected is None else changed == expected
-    return {"phrase": name, "kind": "element", "mode": "appearance" if expected is not False else "state",
-            "element_changed": changed, "reference_change": None if ref_fraction is None else round(ref_fraction, 4),
-            "before": len(was), "after": len(now), "holds": holds}
+    look = None
+    if expected and not changed and params.element_look:
+        look = _looks_like_reference(before, after, reference, boxes, params)
+    holds = (changed or bool(look)) if expected is None or expected else not changed
+    out = {"phrase": name, "kind": "element", "mode": "appearance" if expected is not False else "state",
+           "element_changed": changed, "reference_change": None if ref_fraction is None else round(ref_fraction, 4),
+           "before": len(was), "after": len(now), "holds": holds}
+    if look is not None:
+        out["looks_like_reference"] = look
+    return out
+
+
+def _looks_like_reference(before, after, reference, boxes: list, params) -> bool:
+    """The element's own state did not change, but its place on the page did, and it now looks as
+    the reference's does there: a highlight set on a parent (``li.active > a``), by a sibling or by a
+    pseudo-class leaves the named element's classes alone."""
+    if reference is None or reference.images is None or reference.scrolled:
+        return False
+    for box in boxes[:6]:
+        moved = region_change_fraction(before.screenshot, after.screenshot, box, params.diff_scale,
+                                       params.element_pixel_tolerance)
+        differs = region_change_fraction(after.screenshot, reference.images[1], box, params.diff_scale,
+                                         params.element_pixel_tolerance)
+        if moved is not None and differs is not None and moved >= params.element_change_fraction \
+                and differs < params.element_change_fraction:
+            return True
+    return False
+
+
+def _same_place(before, reference, box: list, params) -> bool:
+    """The reference's first checkpoint shows what the page showed before the action at ``box``
+    (page-wide tolerance): otherwise the element stands elsewhere in the reference (another
+    layout, an unstyled copy) and the reference's pixels there are about something else."""
+    if reference is None or reference.images is None or before.screenshot is None:
+        return True
+    share = region_change_fraction(before.screenshot, reference.images[0], box, params.diff_scale,
+                                   params.pixel_tolerance)
+    return share is None or share < params.element_place_fraction
 
 
 def _named(elements: list, name: str) -> list[dict]:

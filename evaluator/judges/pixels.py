@@ -183,12 +183,15 @@ def _write_kept(directory: Path, key: str, value: float) -> None:
     atomic_write(kept_path(directory, key), json.dumps({"fraction": value}).encode("utf-8"))
 
 
-def region_change_fraction(path_a: Path, path_b: Path, box: list[float], scale: float = 0.5,
-                           tolerance: int = 24, pad: float = 4.0) -> float | None:
+def region_change_fraction(path_a: Path | bytes | None, path_b: Path | bytes | None, box: list[float],
+                           scale: float = 0.5, tolerance: int = 24, pad: float = 4.0) -> float | None:
     """Share of changed pixels inside ``box`` (x, y, w, h in CSS pixels, padded by ``pad``) of two
-    screenshots, compared like :func:`pixel_change_fraction`; None when it cannot be told."""
+    screenshots (files or PNG bytes), compared like :func:`pixel_change_fraction`; None when it
+    cannot be told."""
+    if path_a is None or path_b is None:
+        return None
     try:
-        a, b = SCALED.get(Path(path_a).read_bytes(), scale), SCALED.get(Path(path_b).read_bytes(), scale)
+        a, b = SCALED.get(_png_bytes(path_a), scale), SCALED.get(_png_bytes(path_b), scale)
     except OSError:
         return None
     if a.size != b.size:
@@ -202,3 +205,7 @@ def region_change_fraction(path_a: Path, path_b: Path, box: list[float], scale: 
         return None
     crop = (left, top, right, bottom)
     return changed_share(a.image.crop(crop), b.image.crop(crop), tolerance)
+
+
+def _png_bytes(source: Path | bytes) -> bytes:
+    return source if isinstance(source, bytes | bytearray) else Path(source).read_bytes()

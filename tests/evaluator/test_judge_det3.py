@@ -154,6 +154,86 @@ def test_a_state_clause_fails_when_the_named_element_did_not_change(tmp_path):
     assert not _judge("'Green' is now highlighted", before, after, reference).passed
 
 
+def test_a_highlight_set_on_a_parent_holds_when_the_element_looks_like_the_reference(tmp_path):
+    """'Green' highlighted by its parent's class (li.active > a): Green's own state stays, its place
+    changed and now looks as the reference's does; a different look there, or no change, still fails."""
+    reference = _reference(tmp_path, GREEN_BOX)
+    before = _state(_green("control"), _png())
+    after = _state(_green("control"), _png(box=GREEN_BOX))
+    verdict = _judge("'Green' is now highlighted", before, after, reference)
+    assert verdict.passed, verdict.reason
+    assert verdict.evidence["phrases"][0]["looks_like_reference"] is True
+    other_look = _state(_green("control"), _png(box=GREEN_BOX, fill=(200, 30, 30)))
+    assert not _judge("'Green' is now highlighted", before, other_look, reference).passed
+    unchanged = _state(_green("control"), _png())
+    assert not _judge("'Green' is now highlighted", before, unchanged, reference).passed
+    off = {**DET3, "assertion": {**DET3["assertion"], "element_look": False}}
+    assert not _judge("'Green' is now highlighted", before, after, reference, off).passed
+
+
+def test_an_element_standing_elsewhere_in_the_reference_is_judged_by_its_own_state(tmp_path):
+    """An unstyled copy's 'Green' box sits where the reference shows something else: the reference's
+    pixels there say nothing about it, so its own state change decides."""
+    reference = _reference(tmp_path, [120, 50, 60, 40])  # the reference changed elsewhere only
+    grey = (180, 180, 180)
+    before = _state(_green("control"), _png(box=GREEN_BOX, fill=grey))  # unlike the reference's first checkpoint
+    after = _state(_green("control active"), _png(box=GREEN_BOX, fill=grey))
+    assert _judge("'Green' is now highlighted", before, after, reference).passed
+    off = {**DET3, "assertion": {**DET3["assertion"], "element_place_check": False}}
+    assert not _judge("'Green' is now highlighted", before, after, reference, off).passed
+    same_place = _state(_green("control"), _png())  # where the reference stands still, a change is wrong
+    moved = _state(_green("control active"), _png())
+    assert not _judge("'Green' is now highlighted", same_place, moved, reference).passed
+
+
+def _light_grid_reference(tmp_path) -> RefDelta:
+    """White cards leave a light grey page: 13 levels per channel, under the page-wide tolerance."""
+    before, after = tmp_path / "grid_0.png", tmp_path / "grid_1.png"
+    before.write_bytes(_png(rgb=(242, 242, 242), box=[0, 40, 200, 60], fill=(255, 255, 255)))
+    after.write_bytes(_png(rgb=(242, 242, 242)))
+    return RefDelta(changed=True, source="reference", scrolled=False, detail={"pixel_fraction": 0.0},
+                    texts=("Green Blue Pink", "Green Blue Pink"), images=(before, after))
+
+
+def test_a_filtered_light_grid_is_a_large_change_a_ticked_box_does_not_match(tmp_path):
+    """Counted at a fine tolerance, the reference's vanishing cards are 60% of the view; a page that
+    only ticked its box (no script ran) is not commensurate, one whose grid also changed is."""
+    reference = _light_grid_reference(tmp_path)
+    before = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}], screenshot=_png(),
+                       checked={"0": False})
+    ticked = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}],
+                       screenshot=_png(box=[4, 4, 6, 6]), checked={"0": True})
+    filtered = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}],
+                         screenshot=_png(box=[0, 40, 200, 60], fill=(230, 230, 230)), checked={"0": True})
+    assertion = "The grid is filtered"
+    assert not _judge(assertion, before, ticked, reference).passed
+    assert _judge(assertion, before, filtered, reference).passed
+    coarse = {**DET3, "assertion": {**DET3["assertion"], "commensurate_tolerance": 0}}
+    assert _judge(assertion, before, ticked, reference, coarse).passed
+
+
+def test_a_page_whose_scripts_changed_its_dom_reacted_however_little_it_draws(tmp_path):
+    """An unstyled copy filters its grid (inline styles, classes) and draws almost none of it where the
+    reference's grid visibly changed in place: the page reacted. A native tick with no script changes
+    no DOM and is not commensurate; where the reference scrolled, a DOM change is no jump."""
+    reference = _light_grid_reference(tmp_path)
+    quiet = _png()
+    before = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}], screenshot=quiet,
+                       checked={"0": False}, dom_hash="a")
+    scripted = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}], screenshot=quiet,
+                         checked={"0": True}, dom_hash="b")
+    native = PageState(url="http://iwr.test/", text="Green", blocks=[{"text": "Green"}], screenshot=quiet,
+                       checked={"0": True}, dom_hash="a")
+    assertion = "The grid is filtered"
+    assert _judge(assertion, before, scripted, reference).passed
+    assert not _judge(assertion, before, native, reference).passed
+    off = {**DET3, "assertion": {**DET3["assertion"], "dom_reaction_commensurate": False}}
+    assert not _judge(assertion, before, scripted, reference, off).passed
+    scrolled = _light_grid_reference(tmp_path)
+    scrolled.scrolled = True
+    assert not _judge(assertion, before, scripted, scrolled).passed
+
+
 def test_state_words_make_clauses_about_named_elements():
     """Names of visible-state clauses are read from quotes and capitals; other clauses name none."""
     assert state_clause_names("'Seventh' is highlighted and the 'Next' button is greyed out") == {"seventh", "next"}

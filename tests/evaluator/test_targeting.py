@@ -8,7 +8,7 @@ import pytest
 
 from evaluator.agents.description import parse_description
 from evaluator.agents.params import AssertionParams, ParamsError, TargetingParams
-from evaluator.agents.relations import relation_score
+from evaluator.agents.relations import between_score, relation_score
 from evaluator.agents.scoring import candidate_roles, score_candidates
 from evaluator.agents.targeting import Target, find_target
 from evaluator.agents.words import quoted, split_identifier
@@ -302,6 +302,28 @@ def test_it_reads_relations_and_their_anchors():
     assert relations("Click the icon right of the search field") == [("right", [], ["search"], "textbox")]
 
 
+def test_between_names_two_anchors_not_the_target_under_iwr_det_3():
+    """"the 'Blue' button between 'Green' and 'Pink'": Green and Pink place the target, only Blue names it."""
+    det3 = TargetingParams.from_dict(get_protocol("iwr-det-3").params)
+    desc = parse_description("Click the 'Blue' button between 'Green' and 'Pink'", params=det3)
+    assert desc.quotes == ["Blue"] and desc.anchors == ["Green", "Pink"]
+    assert [(r.kind, r.quotes) for r in desc.relations] == [("between", ["Green"]), ("between", ["Pink"])]
+    menu = parse_description("Click the link between Home and About in the menu", params=det3)
+    assert [(r.kind, r.words) for r in menu.relations] == [("between", ["home"]), ("between", ["about"])]
+    assert parse_description("Click the 'Blue' button between 'Green' and 'Pink'").quotes == ["Blue", "Green", "Pink"]
+
+
+def test_between_geometry_wants_the_centre_between_the_facing_edges():
+    """In a row of buttons, only the one between the two anchors scores; an anchor is not between itself."""
+    green, blue, pink, none = [59, 16, 43, 43], [102, 16, 43, 43], [146, 16, 43, 43], [189, 16, 43, 43]
+    assert between_score(blue, ([green], [pink])) == 1.0
+    assert between_score(none, ([green], [pink])) == 0.0
+    assert between_score(green, ([green], [pink])) == 0.0
+    assert between_score([102, 200, 43, 43], ([green], [pink])) < 0.2  # a row further down
+    assert between_score(blue, ([green], [])) == relation_score("near", blue, [green])
+    assert between_score(blue, ([], [])) is None
+
+
 def test_a_side_of_the_page_stays_a_region():
     """"on the left of the page" names no anchor to measure from: it is the page's left region."""
     desc = parse_description("Click the button on the left of the page")
@@ -345,6 +367,19 @@ def test_it_finds_an_unlabelled_checkbox_by_role_attributes_and_position(relativ
 def test_it_picks_among_look_alikes_by_their_position_relative_to_an_anchor(relative_page, description, expected):
     """Unlabelled or same-named controls: the anchor's direction and distance choose, without ambiguity."""
     target = click(relative_page, description)
+    assert chosen_id(target) == expected, target.to_dict()
+    assert not target.ambiguous, target.to_dict()
+
+
+@browser_test
+@pytest.mark.parametrize(("description", "expected"), [
+    ("Click the 'Blue' button between 'Green' and 'Pink'", "f-blue"),
+    ("Click the button between 'Blue' and 'None'", "f-pink"),
+])
+def test_between_picks_the_button_the_two_names_enclose(relative_page, description, expected):
+    """Under iwr-det-3 the names after 'between' place the target; iwr-det-2 read them as its labels."""
+    det3 = get_protocol("iwr-det-3").params
+    target = find_target(relative_page, Act("Click", description), det3)
     assert chosen_id(target) == expected, target.to_dict()
     assert not target.ambiguous, target.to_dict()
 

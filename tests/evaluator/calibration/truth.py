@@ -133,23 +133,23 @@ def _without_elements(step: Change) -> Change:
 
 def replay_page(browser, index: Path, assets: Path | None, script) -> Replay:
     """Replay ``script`` (an authoring Script) on the page ``index`` exactly as the recorder plays it."""
-    from evaluator.authoring.recorder import perform
+    from evaluator.authoring.recorder import perform, recording_settle
     from evaluator.authoring.script import AuthoringError
     from evaluator.bundle import read_page
     from evaluator.page_session import SiteMap, page_session
 
     site = SiteMap.for_page(index, assets, index_text=read_page(index))
     states, failed = [], {}
-    with page_session(browser, site, script.width, script.height) as session:
+    # The recorder's own settle (page-time animations, layout settling): what a step reaches
+    # then depends on page time only, not on the machine's load.
+    with page_session(browser, site, script.width, script.height, settle_params=recording_settle()) as session:
         states.append(_state(session))
         for k, action in enumerate(script.actions, start=1):
             try:
                 perform(session.page, action, k)
             except AuthoringError as exc:
                 failed[k] = str(exc)
-            session.settle()
-            session.advance_clock()
-            session.settle()
+            session.after_action()
             states.append(_state(session))
     return Replay(states, failed)
 
