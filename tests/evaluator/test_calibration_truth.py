@@ -103,10 +103,9 @@ def test_step_verdicts_judge_the_steps_up_to_the_truths_divergence():
     assert figures.stops_where_truth_says({"steps_passed": 5}, None, 5)
 
 
-# Tasks whose builder replay does not yet repeat itself: mixitup-color-filter's 'Desc' sort (step 5)
-# ends differently on two replays of the reference page (animated reordering). Not strict: it
-# sometimes repeats; the report's truth for this task is to be read with that in mind.
-KNOWN_UNSTABLE_TRUTH = {"mixitup-color-filter": "step 5 (animated sort) differs between two replays of the reference"}
+# Tasks whose builder replay does not repeat itself (none since the truth replays on the page clock,
+# as the recorder does: mixitup-color-filter's animated 'Desc' sort used to end differently).
+KNOWN_UNSTABLE_TRUTH: dict[str, str] = {}
 
 
 def _truth_case(key: str):

@@ -17,10 +17,11 @@ PINNED_FINGERPRINTS = {
 }
 
 
-def test_it_defaults_to_iwr_det_2():
-    """The default protocol is iwr-det, version 2."""
+def test_it_defaults_to_iwr_det_3():
+    """The default protocol is iwr-det, version 3; version 2 stays registered under its full name."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "2", "iwr-det-2")
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "3", "iwr-det-3")
+    assert get_protocol("iwr-det-2").version == "2"
     assert not protocol.requires_llm
 
 
@@ -92,13 +93,14 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-2 finds its protocol."""
-    assert get_protocol("iwr-det-2") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-3 finds its protocol."""
+    assert get_protocol("iwr-det-3") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-2") is not get_protocol("iwr-det")
 
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-det-3, iwr-official"):
+    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-official"):
         get_protocol("iwr-llm")
 
 

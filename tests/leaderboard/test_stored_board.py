@@ -20,7 +20,7 @@ from tests.leaderboard.base import logged_in, make_user
 from tests.leaderboard.factories import make_entry, make_task, make_task_set
 
 pytestmark = pytest.mark.django_db
-PROTOCOL = "iwr-det-2"  # the factories' protocol: iwr-det's current version
+PROTOCOL = "iwr-det-3"  # the factories' protocol: iwr-det's current version
 
 
 @pytest.fixture(autouse=True)
@@ -193,11 +193,11 @@ def test_a_rescore_under_a_new_version_gets_its_own_board(tasks):
     """A rescore scored under another protocol version builds that version's board; the old one stays."""
     made = world(tasks)
     ranking.boards_changed()
-    rescored = make_entry(None, model_name="ignored", protocol="iwr-det-3", final=0.5)
+    rescored = make_entry(None, model_name="ignored", protocol="iwr-det-2", final=0.5)
     Evaluation.objects.filter(pk=rescored.pk).update(submission_id=made["bob"].submission_id, is_rescore=True)
     scoring.finished(rescored.pk)
-    assert [e.model_name for e in stored.decode_entries(stored_board(protocol="iwr-det-3").entries)] == ["Beta"]
-    assert_stored_equals_fresh("test", "iwr-det-3")
+    assert [e.model_name for e in stored.decode_entries(stored_board(protocol="iwr-det-2").entries)] == ["Beta"]
+    assert_stored_equals_fresh("test", "iwr-det-2")
     assert_stored_equals_fresh()
 
 
