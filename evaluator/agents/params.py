@@ -140,12 +140,12 @@ class AssertionParams(_Section):
     # a visible-state clause ("'Green' is no longer highlighted") is checked on the named element's
     # state, against the reference's pixel change at that element's place
     element_state: bool = False
-    # an element whose own state stayed still holds a visible-state clause when its place changed and now
-    # looks as the reference's does there (a highlight set on its parent or by a pseudo-class)
     # the element's place must show in the reference's first checkpoint what the page showed before
     # (share of changed pixels below this at pixel_tolerance) for the reference's pixels there to count
     element_place_check: bool = False
     element_place_fraction: float = 0.2
+    # an element whose own state stayed still holds a visible-state clause when its place changed and now
+    # looks as the reference's does there (a highlight set on its parent or by a pseudo-class)
     element_look: bool = False
     # share of the named element's box (reference checkpoints) whose pixels must differ for the
     # reference to have changed that element's look

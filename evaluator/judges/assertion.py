@@ -151,6 +151,8 @@ def _commensurate(changes: dict, reference: RefDelta | None, p: AssertionParams,
 
     With ``commensurate_tolerance`` both shares are counted at that channel tolerance: white cards
     leaving a light grey page change few pixels at the page-wide tolerance."""
+    if changes["text"] or changes["scroll"]:  # content changed: its pixels depend on the page's layout
+        return True
     ref_fraction = (reference.detail or {}).get("pixel_fraction") if reference is not None else None
     page_fraction = changes["pixel_fraction"] or 0.0
     if p.commensurate_tolerance and reference is not None and reference.images is not None \
@@ -160,8 +162,6 @@ def _commensurate(changes: dict, reference: RefDelta | None, p: AssertionParams,
         if fine_ref is not None and fine_page is not None:
             ref_fraction, page_fraction = fine_ref, fine_page
     if not ref_fraction or ref_fraction <= 10 * p.pixel_change_fraction:
-        return True
-    if changes["text"] or changes["scroll"]:  # content changed: its pixels depend on the page's layout
         return True
     return page_fraction >= p.commensurate_ratio * ref_fraction
 
