@@ -37,6 +37,7 @@ BUNDLE_DIR = ".bundle"
 STARTUP_GRACE_S = 60.0  # a worker's start (imports + Chromium launch) must fit in this
 VIDEO_DRAIN_S = 120.0  # a stopping worker finishes its last video conversions within this
 MAX_FAILED_STARTS = 3  # workers dying before their first task: the environment is broken, stop
+STANDBY_TASKS = 1 << 20  # a job on standby starts as many workers as it may use: its task count is not known yet
 
 
 class JobError(ValueError):
@@ -68,29 +69,42 @@ class Job:
 
 def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-det", workers: int | None = None,
           progress: Callable[[dict], None] | None = None, ocr_cache_dir=None, record_video: bool = True,
-          limits: dict | None = None, official: dict | None = None, judge_stats=None) -> dict:
+          limits: dict | None = None, official: dict | None = None, judge_stats=None,
+          standby: Callable[[], dict | None] | None = None) -> dict | None:
     """Score ``bundle_path`` on the tasks of ``data_path``; write OUT/results.json and return it.
 
     Raises JobError (one line) when the inputs cannot be used. ``official``: the judge settings protocol
     iwr-official needs (see evaluator.official.config); ``judge_stats``: a callable giving the relay's
     counters, when the relay runs in this process.
+
+    ``standby``: the job starts before its inputs exist (``score --standby``). The workers import the
+    scoring stack and launch their browsers at once; then ``standby()`` blocks until the job is given and
+    returns its inputs (``data``, ``bundle``, ``tasks``), or None when it never comes (None is returned).
     """
     from evaluator import __version__
 
-    started = time.monotonic()
     out_dir = Path(out_dir)
     proto = _protocol(protocol, configured=official is not None)
-    dataset, tasks = _tasks(Path(data_path), task_keys)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "progress.jsonl").write_text("")
-    bundle = _bundle(Path(bundle_path), out_dir, tasks)
+    warm = _Pool.standing(proto.full_name, _worker_count(workers, STANDBY_TASKS)) if standby else None
     try:
+        if warm is not None:
+            given = standby()
+            if given is None:
+                return None
+            data_path, bundle_path, task_keys = given["data"], given["bundle"], given.get("tasks")
+        started = time.monotonic()
+        dataset, tasks = _tasks(Path(data_path), task_keys)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "progress.jsonl").write_text("")
+        bundle = _bundle(Path(bundle_path), out_dir, tasks)
         job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.full_name,
                   {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
                   record_video, dict(limits or {}), official)
         workers = _worker_count(workers, len(tasks))
-        results, engines = _run_all(job, tasks, workers, progress)
+        results, engines = _run_all(job, tasks, workers, progress, warm)
     finally:
+        if warm is not None:
+            warm.stop_all()  # a no-op once the job's pool has stopped them
         shutil.rmtree(out_dir / BUNDLE_DIR, ignore_errors=True)
     ordered = {t.key: results[t.key] for t in tasks}
     # What scored: as the workers reported it, else (no worker ran) as this process finds it.
@@ -209,11 +223,12 @@ class _Slot:
     ready: bool = False
 
 
-def _run_all(job: Job, tasks, n_workers: int, progress) -> tuple[dict[str, dict], dict[str, str]]:
+def _run_all(job: Job, tasks, n_workers: int, progress, warm: _Pool | None = None
+             ) -> tuple[dict[str, dict], dict[str, str]]:
     """Run every task; missing pages are scored at once, the rest by worker processes.
 
     Returns the results and what the workers scored with (browser and OCR engine, as they
-    reported them when ready; empty when no worker ran).
+    reported them when ready; empty when no worker ran). ``warm``: the pool a job on standby started.
     """
     results: dict[str, dict] = {}
     engines: dict[str, str] = {}
@@ -225,25 +240,29 @@ def _run_all(job: Job, tasks, n_workers: int, progress) -> tuple[dict[str, dict]
         else:
             results[task.key] = _finish(job, task.key, _missing(task), reporter)
     if todo:
-        pool_results, engines = _pool(job, todo, n_workers, reporter, {t.key: t for t in tasks})
+        pool_results, engines = _pool(job, todo, n_workers, reporter, {t.key: t for t in tasks}, warm)
         results.update(pool_results)
     return results, engines
 
 
-def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict) -> tuple[dict[str, dict], dict]:
-    ctx = multiprocessing.get_context("spawn")
-    outbox = ctx.Queue()
-    pool = _Pool(ctx, job, outbox, reporter, by_key)
+def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict, warm: _Pool | None = None
+          ) -> tuple[dict[str, dict], dict]:
+    if warm is not None:
+        pool = warm
+        pool.begin(job, reporter, by_key, n_workers)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        pool = _Pool(ctx, job, ctx.Queue(), reporter, by_key)
+        pool.slots = [pool.start() for _ in range(n_workers)]
     # Longest tasks first: the run ends when its last task does, so long ones should not come last.
     pending = sorted(todo, key=lambda key: -len(by_key[key].actions))
-    pool.slots = [pool.start() for _ in range(n_workers)]
     try:
         while len(pool.results) < len(todo):
             for slot in pool.slots:
                 if slot.ready and slot.task is None and pending:
                     slot.task, slot.since = pending.pop(0), time.monotonic()
                     slot.inbox.put(slot.task)
-            _collect(outbox, pool, timeout=0.2)
+            _collect(pool.outbox, pool, timeout=0.2)
             for i, slot in enumerate(pool.slots):
                 reason = _broken(slot, pool.task_limit)
                 if reason:
@@ -251,28 +270,55 @@ def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict) -> 
             if pool.failed_starts >= MAX_FAILED_STARTS:
                 raise WorkerError(f"evaluator workers could not start: {pool.last_fatal or 'see the job log'}")
     finally:
-        for slot in pool.slots:  # all at once: the workers wind down (videos, Chromium) in parallel
-            _request_stop(slot)
-        for slot in pool.slots:
-            _stop(slot, ask=False)
+        pool.stop_all()  # all at once: the workers wind down (videos, Chromium) in parallel
     return pool.results, pool.engines
 
 
 class _Pool:
     """Worker bookkeeping: start, replace, give up after repeated start failures."""
 
-    def __init__(self, ctx, job: Job, outbox, reporter, by_key: dict):
+    def __init__(self, ctx, job: Job | None, outbox, reporter, by_key: dict, protocol: str | None = None):
         self.ctx, self.job, self.outbox, self.reporter, self.by_key = ctx, job, outbox, reporter, by_key
         self.slots: list[_Slot] = []
+        self.spare: list[_Slot] = []  # standing workers the job had no task for: stopping
         self.results: dict[str, dict] = {}
         self.failed_starts = 0
         self.last_fatal: str | None = None
         self.engines: dict[str, str] = {}  # browser and OCR engine, from the first worker ready
-        self.task_limit = _task_limit(job)
+        self.protocol = job.protocol if job else protocol
+        self.task_limit = _task_limit(job) if job else 0.0
         self._next = 0
+
+    @classmethod
+    def standing(cls, protocol: str, n_workers: int) -> _Pool:
+        """Workers started before their job: each imports, launches its browser, then waits for the job."""
+        ctx = multiprocessing.get_context("spawn")
+        pool = cls(ctx, None, ctx.Queue(), None, {}, protocol)
+        pool.slots = [pool.start() for _ in range(n_workers)]
+        return pool
+
+    def begin(self, job: Job, reporter, by_key: dict, n_workers: int) -> None:
+        """Give the standing workers their job; those beyond ``n_workers`` (fewer tasks) are stopped."""
+        self.job, self.reporter, self.by_key, self.task_limit = job, reporter, by_key, _task_limit(job)
+        self.slots, self.spare = self.slots[:n_workers], self.slots[n_workers:]
+        for slot in self.spare:
+            _request_stop(slot)
+        now = time.monotonic()
+        for slot in self.slots:
+            slot.inbox.put(job)
+            slot.since = now  # the start-up grace counts from the job: the standby may have been long
+
+    def stop_all(self) -> None:
+        for slot in [*self.slots, *self.spare]:
+            _request_stop(slot)
+        for slot in [*self.slots, *self.spare]:
+            _stop(slot, ask=False)
+        self.slots, self.spare = [], []
 
     def start(self) -> _Slot:
         self._next += 1
+        if self.job is None:  # standing: the worker knows its protocol only, and waits for the job
+            return _start(self.ctx, None, self.outbox, self._next, self.protocol)
         return _start(self.ctx, self.job, self.outbox, self._next)
 
     def replace(self, i: int, reason: str) -> None:
@@ -288,10 +334,10 @@ class _Pool:
         self.results[key] = _finish(self.job, key, _failed(self.by_key[key], reason), self.reporter)
 
 
-def _start(ctx, job: Job, outbox, index: int) -> _Slot:
+def _start(ctx, job: Job | None, outbox, index: int, protocol: str | None = None) -> _Slot:
     inbox = ctx.Queue()
-    process = ctx.Process(target=_worker_main, args=(job, inbox, outbox, index), name=f"iwr-worker-{index}",
-                          daemon=False)
+    process = ctx.Process(target=_worker_main, args=(job, inbox, outbox, index, protocol),
+                          name=f"iwr-worker-{index}", daemon=False)
     process.start()
     return _Slot(process, inbox, since=time.monotonic())
 
@@ -404,18 +450,34 @@ def _write_json(path: Path, data) -> None:
 # --------------------------------------------------------------------------- worker process
 
 
-def _worker_main(job: Job, inbox, outbox, index: int) -> None:
-    """A worker: one Chromium, a fresh context per task, relaunched if a hostile page killed it."""
+def _worker_main(job: Job | None, inbox, outbox, index: int, protocol: str | None = None) -> None:
+    """A worker: one Chromium, a fresh context per task, relaunched if a hostile page killed it.
+
+    Without ``job`` (a job on standby) it imports the scoring stack and launches its browser for
+    ``protocol`` first, then takes the job as the first message of its inbox (None: stop).
+    """
     os.setpgrp()  # the parent can kill this worker together with its Chromium
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     logging.basicConfig(level=logging.WARNING)
     from evaluator.browser import BrowserError, launch
 
     try:
-        worker = _Worker(job)
+        worker = _Worker(job) if job is not None else None
+        if worker is None:
+            from evaluator.protocols import get_protocol
+
+            _warm_up()
+            limits, ocr_engine = get_protocol(protocol).params.get("limits", {}), _ocr_engine()
+        else:
+            limits, ocr_engine = worker.limits, worker.ocr_engine
         while True:
-            with launch(sandbox=True, heap_mb=worker.limits.get("js_heap_mb")) as browser:
-                outbox.put(("ready", index, {"browser": browser.description, "ocr_engine": worker.ocr_engine}))
+            with launch(sandbox=True, heap_mb=limits.get("js_heap_mb")) as browser:
+                outbox.put(("ready", index, {"browser": browser.description, "ocr_engine": ocr_engine}))
+                if worker is None:
+                    given = inbox.get()
+                    if given is None:
+                        break
+                    worker = _Worker(given, ocr_engine)
                 if not worker.serve(browser, inbox, outbox, index):
                     break
     except BrowserError as exc:  # the parent stops the job with this reason after repeated failures
@@ -442,7 +504,7 @@ def _exit_quickly(outbox) -> None:
 class _Worker:
     """State a worker keeps across tasks: dataset, protocol parameters, OCR cache."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, ocr_engine: str | None = None):
         from evaluator.dataset import load_dataset
         from evaluator.metrics.ocr import OcrCache
         from evaluator.protocols import get_protocol
@@ -461,7 +523,7 @@ class _Worker:
             from evaluator.official.judge import OfficialJudge
 
             self.official = OfficialJudge.from_settings(job.official)
-        self.ocr_engine = "easyocr (official)" if self.official else _ocr_engine()
+        self.ocr_engine = "easyocr (official)" if self.official else ocr_engine or _ocr_engine()
 
     def serve(self, browser, inbox, outbox, index: int) -> bool:
         """Run tasks until told to stop (False) or the browser died (True: relaunch)."""

@@ -26,6 +26,7 @@ once) of every process in the job. ``prlimit`` sets RLIMIT_CORE=0 and a file-siz
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pwd
@@ -36,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,7 @@ BACKENDS = ("bubblewrap", "none", "container")
 ACTIVE_ENV = "IWR_SANDBOX_ACTIVE"  # set inside a sandboxed job: the job must not wrap itself again
 ALLOW_ENV = "IWR_ALLOW_UNSANDBOXED"
 POLL_S = 0.5
+STANDBY_EXIT_S = 30.0  # a job on standby told there is no job ends within this (its workers close their browsers)
 JOB_TMP = "/tmp"  # noqa: S108 - inside bubblewrap: a fresh tmpfs of the job's own
 JOB_HOME = "/tmp/home"  # noqa: S108 - the job's private HOME, on that tmpfs
 # Capabilities root keeps inside bubblewrap: enough to start Chromium as the sandbox user and to
@@ -80,6 +82,7 @@ class JobResult:
     peak_memory_mb: float = 0.0
     elapsed_s: float = 0.0
     stderr_tail: list[str] = field(default_factory=list)
+    unused: bool = False  # a job on standby whose job never came
 
     @property
     def reason(self) -> str | None:
@@ -248,6 +251,7 @@ def run_job(
     cwd: Path | None = None,
     env: dict | None = None,
     readable: Sequence[Path] = (),
+    standby: Callable[[], str | None] | None = None,
 ) -> JobResult:
     """Run ``argv`` as one sandboxed job within ``limits``; never raises for the job's own failure.
 
@@ -256,16 +260,22 @@ def run_job(
     for the job, of which only those on the allow-list are taken (:mod:`evaluator.isolation`);
     the job never inherits this process's environment. Raises SandboxError only when the
     requested isolation is not available.
+
+    ``standby``: the job is started at once and waits for its input. ``standby()`` blocks until
+    the job is given and returns the line the job reads on its standard input (None: no job;
+    the job's input is closed, it ends, ``unused`` is set); the time limit counts from then. What
+    ``standby()`` raises stops the job and is raised.
     """
     used = resolve_backend(backend, allow_unsandboxed)
     private = Path(tempfile.mkdtemp(prefix="iwr-job-"))
     try:
-        return _run(argv, writable, used, limits, cwd, env, [*readable, *runtime_paths()], private)
+        return _run(argv, writable, used, limits, cwd, env, [*readable, *runtime_paths()], private, standby)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
-def _run(argv, writable, used: str, limits: JobLimits, cwd, env, readable, private: Path) -> JobResult:
+def _run(argv, writable, used: str, limits: JobLimits, cwd, env, readable, private: Path,
+         standby: Callable[[], str | None] | None = None) -> JobResult:
     extra = {**(env or {}), **_driver_settings()}
     if used == "bubblewrap":
         job_env = isolation.job_environment(JOB_HOME, JOB_TMP, used, extra=extra)
@@ -279,17 +289,42 @@ def _run(argv, writable, used: str, limits: JobLimits, cwd, env, readable, priva
         cmd = build_command(argv, used, writable, limits, cwd, readable)
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=job_env, stdout=None, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if standby else None,
                             text=True, errors="replace", start_new_session=True)
     tail: list[str] = []
     reader = threading.Thread(target=_pump_stderr, args=(proc, tail), daemon=True)
     reader.start()
     result = JobResult(backend=used, returncode=-1)
-    _watch(proc, limits, result, started)
+    if standby is not None:
+        started = _hand_over(proc, standby, result)
+    if not result.unused:
+        _watch(proc, limits, result, started)
     reader.join(timeout=5)
     result.returncode = proc.returncode
     result.elapsed_s = round(time.monotonic() - started, 3)
     result.stderr_tail = tail[-20:]
     return result
+
+
+def _hand_over(proc: subprocess.Popen, standby: Callable[[], str | None], result: JobResult) -> float:
+    """Wait for a standing job's input and pass it on; returns when its time limit starts counting."""
+    try:
+        line = standby()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    if line is None:
+        result.unused = True
+    with contextlib.suppress(OSError):  # a job that died meanwhile: its exit status says why
+        if line is not None:
+            proc.stdin.write(line)
+        proc.stdin.close()
+    if result.unused:
+        try:
+            proc.wait(timeout=STANDBY_EXIT_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+    return time.monotonic()
 
 
 def runtime_paths() -> list[Path]:

@@ -286,6 +286,10 @@ EVALUATOR_SANDBOX = env.get_choice("IWR_EVALUATOR_SANDBOX", "", ("", "bubblewrap
 EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
 # Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".
 EVALUATOR_EXTRA_ARGS = env.get_str("IWR_EVALUATOR_EXTRA_ARGS", "")
+# Each scoring worker process keeps the next job's evaluator started and waiting (sandbox, imports,
+# browsers), one fresh sandbox per job, never reused (leaderboard/worker/standby.py). Not with
+# IWR_EVALUATOR_SANDBOX=container, nor for the LLM-judged protocols.
+EVALUATOR_STANDBY = env.get_bool("IWR_EVALUATOR_STANDBY", True)
 # Housekeeping runs on a queue of its own (its own small worker in docker/compose.yaml): a reaper
 # behind hours of scoring or generation could never re-queue the work of a dead worker in time.
 CELERY_TASK_ROUTES = {"leaderboard.reap": {"queue": "housekeeping"}}

@@ -18,7 +18,7 @@ import logging
 import socket
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 from django.conf import settings
 
 log = logging.getLogger(__name__)
@@ -81,3 +81,21 @@ def _recover_on_start(sender, **kwargs) -> None:
         log.exception("reaping at worker start failed")
         return
     log.info("worker %s started: %s re-queued from this node, reaper %s", sender.hostname, recovered, counts)
+
+
+@worker_process_init.connect
+def _start_standby(**kwargs) -> None:
+    """A pool process starts its first evaluator on standby (leaderboard/worker/standby.py)."""
+    from leaderboard.worker import standby
+
+    try:
+        standby.prepare()
+    except Exception:  # noqa: BLE001 - the first evaluation then starts cold
+        log.exception("evaluator standby not started")
+
+
+@worker_process_shutdown.connect
+def _end_standby(**kwargs) -> None:
+    from leaderboard.worker import standby
+
+    standby.discard()

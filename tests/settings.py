@@ -19,6 +19,10 @@ for _name in ("IWR_RATE_EXPORTS", "IWR_RATE_CHARTS"):
 for _name in ("IWR_RATE_LOGIN", "IWR_RATE_SIGNUP", "IWR_RATE_PASSWORD_RESET"):
     os.environ.setdefault(_name, "100000/m/ip")
 
+# No evaluator waits on standby between a test's jobs (its processes would outlive the test); the tests of
+# the standby turn it on (tests/leaderboard/test_standby.py).
+os.environ.setdefault("IWR_EVALUATOR_STANDBY", "0")
+
 from leaderboard.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

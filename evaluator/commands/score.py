@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from evaluator.cli import UsageError
@@ -30,8 +31,9 @@ def register(subparsers) -> None:
         description="Replay every task's actions on the bundle's pages in headless Chromium and score them. "
                     "Writes OUT/results.json, OUT/progress.jsonl and per-task artifacts under OUT/tasks/<id>/.",
     )
-    parser.add_argument("--data", required=True, type=Path, help="the task set's data.jsonl")
-    parser.add_argument("--bundle", required=True, type=Path, help="bundle zip or folder (<id>/index.html)")
+    parser.add_argument("--data", type=Path, default=None, help="the task set's data.jsonl (required)")
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="bundle zip or folder (<id>/index.html) (required)")
     parser.add_argument("--out", required=True, type=Path, help="output folder (created)")
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all)")
     parser.add_argument("--protocol", default="iwr-det", help="scoring protocol (default: iwr-det)")
@@ -47,6 +49,12 @@ def register(subparsers) -> None:
     parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
     parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
     parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
+    parser.add_argument("--standby", type=Path, default=None, metavar="FOLDER",
+                        help="start the job before its inputs exist, instead of --data/--bundle/--tasks: the "
+                             "sandbox, the imports and the workers' browsers start now; the job starts when one "
+                             'JSON line on standard input names its inputs inside FOLDER ({"data": PATH, '
+                             '"bundle": PATH, "tasks": "K1,K2" or null}); FOLDER is read-only to the job, and the '
+                             "time limit counts from that line. End of input before it: the job ends unused")
     official_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -74,6 +82,8 @@ def official_arguments(parser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.standby is not None:
+        return _run_standby(args)
     _check_inputs(args)
     if _is_official(args.protocol) and not args.judge_socket:
         from evaluator.official.launch import run_official
@@ -97,6 +107,9 @@ def _run_protocol_job(args: argparse.Namespace) -> int:
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
+    for name in ("data", "bundle"):
+        if getattr(args, name) is None:
+            raise UsageError(f"--{name} is required (or --standby FOLDER, which names it later)")
     if not args.data.is_file():
         raise UsageError(f"--data {args.data}: no such file")
     if not args.bundle.exists():
@@ -116,19 +129,22 @@ def _task_keys(args) -> list[str] | None:
     return keys
 
 
-def _score_here(args: argparse.Namespace) -> int:
+def _score_here(args: argparse.Namespace, standby=None) -> int:
     from evaluator.runner import JobError, WorkerError, score
 
     try:
         results = score(args.data, args.bundle, args.out, task_keys=_task_keys(args), protocol=args.protocol,
                         workers=args.workers, ocr_cache_dir=args.ocr_cache, record_video=not args.no_video,
                         progress=_print_progress, official=_official_job(args),
-                        judge_stats=getattr(args, "judge_stats", None))
+                        judge_stats=getattr(args, "judge_stats", None), standby=standby)
     except JobError as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:  # the machine, not the input: nothing scored, exit 1 (retryable)
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if results is None:
+        print("standby ended: no job was given", file=sys.stderr)
+        return 0
     _print_bundle_notes(args.out / "job.json")
     summary = results["summary"]
     print(json.dumps({k: summary.get(k) for k in ("final", "ifs", "vfs", "n_tasks")}))
@@ -242,12 +258,16 @@ def _precheck(args: argparse.Namespace) -> None:
         raise UsageError(f"bundle rejected ({len(problems)} problem(s)): " + "; ".join(problems[:5]))
 
 
-def _inner_argv(args: argparse.Namespace) -> list[str]:
-    """The same command, with absolute paths, for the process inside the sandbox."""
-    argv = [sys.executable, "-m", "evaluator", "score", "--data", str(args.data.resolve()),
-            "--bundle", str(args.bundle.resolve()), "--out", str(args.out.resolve()),
+def _inner_argv(args: argparse.Namespace, standby: bool = False) -> list[str]:
+    """The same command, with absolute paths, for the process inside the sandbox (``standby``: its inputs
+    come later, on its standard input)."""
+    argv = [sys.executable, "-m", "evaluator", "score", "--out", str(args.out.resolve()),
             "--protocol", args.protocol, "--sandbox", args.sandbox]
-    if args.tasks:
+    if standby:
+        argv += ["--standby", str(args.standby.resolve())]
+    else:
+        argv += ["--data", str(args.data.resolve()), "--bundle", str(args.bundle.resolve())]
+    if args.tasks and not standby:
         argv += ["--tasks", args.tasks]
     if args.workers:
         argv += ["--workers", str(args.workers)]
@@ -300,3 +320,118 @@ def _job_limits(args: argparse.Namespace):
     time_s = args.time_limit or float(limits.get("job_timeout_s", 3600))
     memory = args.memory_limit_mb or int(limits.get("job_memory_mb_per_worker", 3072)) * workers + 1024
     return JobLimits(time_s=time_s, memory_mb=memory)
+
+
+# --------------------------------------------------------------------------- a job on standby
+
+
+def _run_standby(args: argparse.Namespace) -> int:
+    """``score --standby FOLDER``: start now, take the job's inputs from one line of standard input later.
+
+    A site's scoring worker keeps one such job ready between evaluations, so that no evaluation waits for
+    the sandbox, the imports and the browsers to start. It is still one sandbox, one process tree per job:
+    nothing of an earlier job's pages is in it, and it never serves a second job.
+    """
+    from evaluator import sandbox
+
+    _check_standby(args)
+    if sandbox.inside_sandbox() or args.sandbox == "none" and sandbox.unsandboxed_allowed(args.allow_unsandboxed):
+        if args.sandbox == "none":
+            sandbox.resolve_backend("none", allow_unsandboxed=True)  # logs the loud warning
+        return _score_here(args, standby=lambda: _job_inputs(args, sys.stdin.readline()))
+    return _standby_in_sandbox(args)
+
+
+def _check_standby(args: argparse.Namespace) -> None:
+    from evaluator.runner import JobError, check_protocol
+
+    for name in ("data", "bundle", "tasks"):
+        if getattr(args, name) is not None:
+            raise UsageError(f"--standby takes the job's --{name} from its standard input, not from the command")
+    if not args.standby.is_dir():
+        raise UsageError(f"--standby {args.standby}: no such folder")
+    if _is_official(args.protocol) or args.judge_base_url or args.judge_socket:
+        raise UsageError("--standby does not serve the LLM-judged protocols: their judge relay starts with the job")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a folder")
+    try:
+        check_protocol(args.protocol)
+    except JobError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _given_inputs(args: argparse.Namespace, line: str) -> dict | None:
+    """The job's inputs from the line that starts a job on standby (None: input ended, no job); checks that
+    they lie inside the standby folder, the only one the job can read, and sets them on ``args``."""
+    if not line.strip():
+        return None
+    try:
+        given = json.loads(line)
+    except ValueError:
+        raise UsageError("--standby: the job line is not JSON") from None
+    if not isinstance(given, dict) or not all(isinstance(given.get(k), str) for k in ("data", "bundle")):
+        raise UsageError('--standby: the job line must be an object with "data" and "bundle" paths')
+    tasks = given.get("tasks")
+    if tasks is not None and not isinstance(tasks, str):
+        raise UsageError('--standby: "tasks" must be a comma-separated string of task ids, or null')
+    folder = args.standby.resolve()
+    for name in ("data", "bundle"):
+        path = Path(given[name]).resolve()
+        if not path.is_relative_to(folder):
+            raise UsageError(f"--standby: the job's {name} {given[name]} is outside the standby folder {folder}, "
+                             "which is all the job can read")
+        setattr(args, name, path)
+    args.tasks = tasks
+    outside = [str(p) for p in _linked_task_folders(args) if not p.is_relative_to(folder)]
+    if outside:
+        raise UsageError(f"--standby: task folder(s) linked from outside the standby folder: {', '.join(outside)}")
+    return {"data": str(args.data), "bundle": str(args.bundle), "tasks": tasks}
+
+
+def _job_inputs(args: argparse.Namespace, line: str) -> dict | None:
+    """What :func:`evaluator.runner.score` takes from the job line (its task ids as a list)."""
+    given = _given_inputs(args, line)
+    return None if given is None else {**given, "tasks": _task_keys(args)}
+
+
+def _standby_in_sandbox(args: argparse.Namespace) -> int:
+    from evaluator import sandbox
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.ocr_cache:
+        args.ocr_cache.mkdir(parents=True, exist_ok=True)
+    limits = _job_limits(args)
+    filling: list[threading.Thread] = []
+
+    waiting = time.monotonic()
+
+    def job_line() -> str | None:  # blocks until the job is given; checked here, before the sandbox sees it
+        given = _given_inputs(args, sys.stdin.readline())
+        if given is None:
+            return None
+        log.info("job given to the evaluator on standby after %.1f s", time.monotonic() - waiting)
+        _check_inputs(args)
+        _precheck(args)
+        if args.ocr_cache:
+            filling.append(_start_ocr_cache_fill(args, limits))
+        return json.dumps(given) + "\n"
+
+    readable = [args.standby.resolve(), *([args.ocr_cache.resolve()] if args.ocr_cache else [])]
+    try:
+        result = sandbox.run_job(_inner_argv(args, standby=True), [args.out], backend=args.sandbox, limits=limits,
+                                 allow_unsandboxed=args.allow_unsandboxed, cwd=args.out.resolve(),
+                                 readable=readable, standby=job_line)
+    except sandbox.SandboxError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        for thread in filling:
+            thread.join()
+    if result.unused:
+        print("standby ended: no job was given", file=sys.stderr)
+        return 0
+    if result.timed_out or result.memory_exceeded:
+        print(f"error: {result.reason}", file=sys.stderr)
+        return 1
+    return result.returncode if result.returncode >= 0 else 1

@@ -113,20 +113,29 @@ class EvaluatorRun:
     def __init__(self, evaluation: Evaluation, token: str):
         self.evaluation = evaluation
         self.token = token
-        self.dir = attempt_folder(evaluation.pk, evaluation.attempts)
-        self.out_dir = self.dir / "out"
-        self.checked_dir = self.dir / "checked"  # what was kept of out/, after every check
-        self.log_path = self.dir / "evaluator.log"
+        self.standby = None  # the evaluator started before this job (leaderboard/worker/standby.py)
+        self.work_in(attempt_folder(evaluation.pk, evaluation.attempts))
         self.tasks: dict[str, Task] = {}
         self.saved: set[str] = set()
         self.progress_offset = 0
         self.process: subprocess.Popen | None = None
         self.container_name: str | None = None
 
+    def work_in(self, folder: Path) -> None:
+        self.dir = folder
+        self.out_dir = self.dir / "out"
+        self.checked_dir = self.dir / "checked"  # what was kept of out/, after every check
+        self.log_path = self.dir / "evaluator.log"
+
     # -- lifecycle
 
     def run(self) -> Outcome:
         from evaluator.container import ContainerSandboxError
+        from leaderboard.worker import standby
+
+        self.standby = standby.take(self.evaluation.protocol)
+        if self.standby is not None:  # its folder is this attempt's: the inputs go where it can read them
+            self.work_in(self.standby.folder)
 
         # Preparing may take minutes (a large bundle, the task data, the OCR-fill container): a thread
         # beats all along, and the checks between steps notice a claim lost meanwhile.
@@ -163,8 +172,9 @@ class EvaluatorRun:
         self.tasks = job_tasks(self.evaluation)
         if not self.tasks:
             return Outcome.failed(Kind.EVALUATOR, "The split has no published tasks any more. Not charged.")
-        self.cleanup()
-        self.dir.mkdir(parents=True)
+        if self.standby is None:
+            self.cleanup()
+            self.dir.mkdir(parents=True)
         Evaluation.objects.filter(pk=self.evaluation.pk).update(tasks_total=len(self.tasks))
         # Copying task data and a large bundle takes a while: the claim is kept alive between steps.
         self.data_path = write_job_dataset(self.tasks.values(), self.dir)
@@ -199,13 +209,7 @@ class EvaluatorRun:
                    "--time-limit", str(self.time_limit)]
         if self.official:
             command += official.judge_arguments(self.evaluation.judge_model, self.evaluation.grounding_model)
-        if settings.EVALUATOR_WORKERS:
-            command += ["--workers", str(settings.EVALUATOR_WORKERS)]
-        if settings.EVALUATOR_SANDBOX:
-            command += ["--sandbox", settings.EVALUATOR_SANDBOX]
-        # Reference screenshots are the same for every submission: their OCR is kept between jobs.
-        command += ["--ocr-cache", str(ocr_cache_dir())]
-        return command + shlex.split(settings.EVALUATOR_EXTRA_ARGS)  # last: an operator's options win
+        return command + evaluator_options()
 
     def container_command(self) -> list[str]:
         """``docker run`` of a fresh evaluator container fed this job directory (evaluator/container.py)."""
@@ -269,6 +273,12 @@ class EvaluatorRun:
             subprocess.run([settings.CONTAINER_ENGINE, "rm", "--force", self.container_name], capture_output=True)
 
     def start(self) -> None:
+        if self.standby is not None:
+            if self.standby.begin(self.data_path, self.dir / "bundle"):
+                self.process, self.started = self.standby.process, time.monotonic()
+                return
+            log.warning("evaluation %s: the evaluator on standby had ended; starting one", self.evaluation.pk)
+            self.standby = None
         command = self.command()
         if not self.heartbeat():  # building the command may start the OCR-fill container first
             raise ClaimLost
@@ -281,15 +291,8 @@ class EvaluatorRun:
         self.started = time.monotonic()
 
     def environment(self) -> dict[str, str]:
-        """The score command reads the untrusted bundle: it gets the evaluator's allow-list, never the
-        worker's own environment (database URL, secret key, broker password)."""
-        from evaluator import isolation
-
-        tmp = self.dir / "tmp"
-        tmp.mkdir(mode=0o700, exist_ok=True)
-        env = isolation.launcher_environment(str(tmp))
-        if settings.EVALUATOR_SANDBOX != "container":
-            env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
+        """The score command's environment (:func:`job_environment`), with the judge's key for an official job."""
+        env = job_environment(self.dir)
         if self.official:  # for the judge relay, outside the sandbox: the job's own environment never has it
             env.update(official.launcher_key())
         return env
@@ -338,6 +341,8 @@ class EvaluatorRun:
         self.remove_container()
 
     def cleanup(self) -> None:
+        if self.standby is not None and self.process is None:  # taken, never given its job
+            self.standby.end()
         if self.process is not None and self.process.poll() is None:
             self.stop()
         self.remove_container()
@@ -478,6 +483,32 @@ def container_limits(wall_clock_s: float | None = None):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def evaluator_options() -> list[str]:
+    """The ``score`` options every job of this server gets, a cold start's and a standby's alike."""
+    options = []
+    if settings.EVALUATOR_WORKERS:
+        options += ["--workers", str(settings.EVALUATOR_WORKERS)]
+    if settings.EVALUATOR_SANDBOX:
+        options += ["--sandbox", settings.EVALUATOR_SANDBOX]
+    # Reference screenshots are the same for every submission: their OCR is kept between jobs.
+    options += ["--ocr-cache", str(ocr_cache_dir())]
+    return options + shlex.split(settings.EVALUATOR_EXTRA_ARGS)  # last: an operator's options win
+
+
+def job_environment(folder: Path) -> dict[str, str]:
+    """The score command reads the untrusted bundle: it gets the evaluator's allow-list, never the
+    worker's own environment (database URL, secret key, broker password); HOME and TMPDIR are the
+    job folder's own."""
+    from evaluator import isolation
+
+    tmp = folder / "tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
+    env = isolation.launcher_environment(str(tmp))
+    if settings.EVALUATOR_SANDBOX != "container":
+        env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
+    return env
 
 
 def make_read_only(folder: Path) -> None:

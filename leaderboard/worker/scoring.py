@@ -39,6 +39,7 @@ from leaderboard import board_pages, notifications, official, quotas, ranking
 from leaderboard.heldout import CHARGED_KINDS  # the submitter's doing; every other failure is refunded
 from leaderboard.models import Evaluation
 from leaderboard.models.submissions import SCORE_FIELDS, stored_task_finals
+from leaderboard.worker import standby
 from leaderboard.worker.claims import EVALUATIONS, worker_name
 from leaderboard.worker.evaluator_run import EvaluatorRun, Outcome, job_tasks, save_task_result
 
@@ -113,6 +114,7 @@ def run_claimed(evaluation_id: int, token: str) -> None:
         apply_outcome(evaluation, token, outcome, run)
     finally:
         run.cleanup()
+        standby.prepare(evaluation.protocol)  # the next evaluation's evaluator starts while this worker is idle
 
 
 # --------------------------------------------------------------------------- outcomes

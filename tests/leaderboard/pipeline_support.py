@@ -316,6 +316,7 @@ def _state(evaluation_id: int) -> dict:
                         for row in evaluation.task_results.select_related("task")}
     state["result_rows"] = evaluation.task_results.count()
     state["charged"] = evaluation.submission.charged
+    state["on_standby"] = "job given to the evaluator on standby" in evaluation.log  # leaderboard/worker/standby.py
     return state
 
 

@@ -97,7 +97,11 @@ def scored(environ: dict, evaluation_id: int):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_worker_killed_mid_run_loses_nothing_and_scores_exactly_once(deployment, tmp_path):
-    """SIGKILL the worker while it scores; a new worker finishes it once, with the undisturbed run's scores."""
+    """SIGKILL the worker while it scores; a new worker finishes it once, with the undisturbed run's scores.
+
+    The workers keep an evaluator on standby (leaderboard/worker/standby.py): each evaluation starts on
+    one, and none outlives its worker, killed or stopped."""
+    deployment = {**deployment, "IWR_EVALUATOR_STANDBY": "1"}
     killed_id, undisturbed_id = harness(deployment, "setup", N_TASKS, 2)["evaluations"]
     first = Worker(deployment, "w1", tmp_path / "w1.log")
     try:
@@ -119,7 +123,10 @@ def test_a_worker_killed_mid_run_loses_nothing_and_scores_exactly_once(deploymen
         clean = wait_for(lambda: scored(deployment, undisturbed_id), 300, "the undisturbed evaluation", second)
     finally:
         second.stop()
+    time.sleep(1)
+    assert job_processes(deployment["IWR_JOBS_ROOT"]) == []  # the next job's standby ended with its worker
     assert again["status"] == "scored", again["failure_reason"] + second.log()
+    assert again["on_standby"] and clean["on_standby"]
     assert again["attempts"] == 2 and clean["attempts"] == 1
     assert again["result_rows"] == N_TASKS and again["tasks_done"] == N_TASKS
     assert again["results"] == clean["results"]
