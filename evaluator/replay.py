@@ -172,6 +172,47 @@ class TaskRun:
     # Protocol iwr-official: the LLM judge (evaluator.official.judge.OfficialJudge) that grounds actions,
     # judges assertions and scores checkpoints where the deterministic parts do otherwise.
     official: object | None = None
+    # ``score --profile``: wall time per phase of the replay, written to OUT/tasks/<id>/profile.json.
+    profile: Profile | None = None
+
+
+class Profile:
+    """Where one task's replay spends its time, phase by phase (``score --profile``; bench/evaluator).
+
+    Phases of the replay's own thread: ``load`` (navigation), ``search`` (element search), ``action``,
+    ``settle`` (after the action: network and DOM quiet, the page clock), ``screenshot``, ``state`` (the
+    page state the judge reads), ``judge`` (the assertion judge), ``visual_wait`` (waiting at the end for
+    the checkpoints' scores); ``visual`` is the background thread's busy time scoring checkpoints, which
+    overlaps the others. What no phase covers (a fresh context and page, logs, closing) is the task's
+    elapsed time minus the phases of its own thread.
+    """
+
+    THREAD_PHASES = ("load", "search", "action", "settle", "screenshot", "state", "judge", "visual_wait")
+
+    def __init__(self):
+        self.ms: dict[str, float] = dict.fromkeys((*self.THREAD_PHASES, "visual"), 0.0)
+        self.started = time.time()
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] += (time.perf_counter() - begin) * 1000
+
+    def write(self, out_dir: Path, key: str, steps: list[dict], elapsed_s: float) -> None:
+        actions = sum(1 for step in steps[1:] if step.get("executed"))
+        own = sum(self.ms[name] for name in self.THREAD_PHASES)
+        document = {"task": key, "actions": actions, "started": self.started, "ended": time.time(),
+                    "elapsed_ms": round(elapsed_s * 1000, 1),
+                    "phases_ms": {**{k: round(v, 1) for k, v in self.ms.items()},
+                                  "context_and_other": round(max(0.0, elapsed_s * 1000 - own), 1)}}
+        (out_dir / "profile.json").write_text(json.dumps(document, indent=1))
+
+
+def _phase(run: TaskRun, name: str):
+    return run.profile.phase(name) if run.profile is not None else contextlib.nullcontext()
 
 
 def replay_task(browser: Browser, run: TaskRun) -> dict:
@@ -195,6 +236,8 @@ def replay_task(browser: Browser, run: TaskRun) -> dict:
     elif video is not None:
         run.pending_videos.append(video)
     result["elapsed_s"] = round(time.monotonic() - started, 3)
+    if run.profile is not None:
+        run.profile.write(run.out_dir, run.task.key, result["steps"], result["elapsed_s"])
     return result
 
 
@@ -297,9 +340,12 @@ def _load_step(session, run: TaskRun, limits: ReplayLimits, watchdog: Watchdog) 
     try:
         # The watchdog fires first (and kills the hung renderer); Playwright's timeout is the backstop.
         with watchdog.guard(limits.load_timeout_s):
-            session.goto("/", timeout_ms=int((limits.load_timeout_s + limits.kill_grace_s) * 1000))
-            step["screenshot"] = _shot(session, run.out_dir, 0)
-            step["_state"] = _capture(session, run.out_dir / STEP_SHOT.format(k=0), run.params)
+            with _phase(run, "load"):
+                session.goto("/", timeout_ms=int((limits.load_timeout_s + limits.kill_grace_s) * 1000))
+            with _phase(run, "screenshot"):
+                step["screenshot"] = _shot(session, run.out_dir, 0)
+            with _phase(run, "state"):
+                step["_state"] = _capture(session, run.out_dir / STEP_SHOT.format(k=0), run.params)
             step["_blocks"] = step["_state"].blocks
         step.update(executed=True, passed=True, reason="loaded", startup_steps=session.startup_steps)
     except Exception as exc:  # no screenshot of a page that did not load: the task counts 0 anyway
@@ -329,9 +375,12 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
                 target = official.find_target(session.page, action, step, run.task.width, run.task.height) \
                     if action.type in TARGETED else None
             else:
-                target = find_target(JsonPage(session.page), action, run.params) if action.type in TARGETED else None
+                with _phase(run, "search"):
+                    target = find_target(JsonPage(session.page), action, run.params) \
+                        if action.type in TARGETED else None
             step.update(_target_record(target))
-            executed, reason = perform(session.page, action, target, run.params)
+            with _phase(run, "action"):
+                executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
             if step["executed"]:
                 _after_action(session, run, k, step)
@@ -342,19 +391,23 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
         step["executed"] = False
         step["reason"] = _failure_reason(None, watchdog, session)
     if step["executed"] and action.logical_assertion:
-        step["assertion"] = _judge(run, k, action, before, step["_state"]) if official is None else \
-            _official_judge(run, k, action, step)
+        with _phase(run, "judge"):
+            step["assertion"] = _judge(run, k, action, before, step["_state"]) if official is None else \
+                _official_judge(run, k, action, step)
     step["passed"] = bool(step["executed"]) and (step["assertion"] is None or step["assertion"]["passed"])
     step["elapsed_ms"] = int((time.monotonic() - begin) * 1000)
     return step
 
 
 def _after_action(session, run: TaskRun, k: int, step: dict) -> None:
-    settled = session.after_action() or {}
+    with _phase(run, "settle"):
+        settled = session.after_action() or {}
     if "layout_steps" in settled:  # iwr-det-3: how long the layout took to hold still (page-time steps)
         step["layout_steps"] = settled["layout_steps"]
-    step["screenshot"] = _shot(session, run.out_dir, k)
-    after = _capture(session, run.out_dir / step["screenshot"], run.params)
+    with _phase(run, "screenshot"):
+        step["screenshot"] = _shot(session, run.out_dir, k)
+    with _phase(run, "state"):
+        after = _capture(session, run.out_dir / step["screenshot"], run.params)
     step["_state"] = after
     step["_blocks"] = after.blocks
 
@@ -450,7 +503,8 @@ def _score(run: TaskRun, steps: list[dict], error: str | None, visuals: Visuals)
         if not step["passed"]:
             break
         passed += 1
-    checkpoints = visuals.collect(steps)
+    with _phase(run, "visual_wait"):
+        checkpoints = visuals.collect(steps)
     if visuals.reference_errors and not error:  # the task set's fault: the task is not scored, and says why
         error = f"task data: {visuals.reference_errors[0]}"
     scores = zero_score() if error else task_score(passed, len(run.task.actions), checkpoints)
@@ -489,7 +543,11 @@ class Visuals:
             step["visual"] = {"skipped": "no reference checkpoint"}
             return
         gen = self.run.out_dir / step["screenshot"]
-        self.futures[step["index"]] = self.pool.submit(_score_one, self.run, Path(ref), gen, step.get("_blocks"))
+        self.futures[step["index"]] = self.pool.submit(self._timed, Path(ref), gen, step.get("_blocks"))
+
+    def _timed(self, ref: Path, gen: Path, blocks: list | None) -> dict:
+        with _phase(self.run, "visual"):
+            return _score_one(self.run, ref, gen, blocks)
 
     def collect(self, steps: list[dict]) -> list[dict]:
         """Scores of the checkpoints that still count, in step order (failures recorded, not raised)."""

@@ -62,6 +62,7 @@ class Job:
     # Protocol iwr-official: the judge relay's socket, the model ids and the visual models' settings
     # (evaluator.official.config; plain data, never a key).
     official: dict | None = None
+    profile: bool = False  # ``score --profile``: each task writes OUT/tasks/<id>/profile.json
 
 
 # --------------------------------------------------------------------------- entry point
@@ -70,7 +71,7 @@ class Job:
 def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-det", workers: int | None = None,
           progress: Callable[[dict], None] | None = None, ocr_cache_dir=None, record_video: bool = True,
           limits: dict | None = None, official: dict | None = None, judge_stats=None,
-          standby: Callable[[], dict | None] | None = None) -> dict | None:
+          standby: Callable[[], dict | None] | None = None, profile: bool = False) -> dict | None:
     """Score ``bundle_path`` on the tasks of ``data_path``; write OUT/results.json and return it.
 
     Raises JobError (one line) when the inputs cannot be used. ``official``: the judge settings protocol
@@ -99,7 +100,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
         bundle = _bundle(Path(bundle_path), out_dir, tasks)
         job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.full_name,
                   {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
-                  record_video, dict(limits or {}), official)
+                  record_video, dict(limits or {}), official, profile)
         workers = _worker_count(workers, len(tasks))
         results, engines = _run_all(job, tasks, workers, progress, warm)
     finally:
@@ -541,13 +542,14 @@ class _Worker:
                 return True
 
     def run(self, browser, key: str) -> dict:
-        from evaluator.replay import TaskRun, replay_task
+        from evaluator.replay import Profile, TaskRun, replay_task
 
         task = self.dataset.task(key)
         run = TaskRun(task, Path(self.job.pages[key]), self.job.out_dir / "tasks" / key, self.params,
                       self.dataset.numbering, cache=self.cache, reference_cache=self.reference_cache,
                       record_video=self.job.record_video,
-                      pending_videos=self.videos, official=self.official)
+                      pending_videos=self.videos, official=self.official,
+                      profile=Profile() if self.job.profile else None)
         if self.official is not None:
             self.official.start_task()
         try:

@@ -101,13 +101,16 @@ def _reference_bundle(data: Path, out: Path) -> Path:
 def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict:
     """One whole-process run per split; seconds, actions and scores summed over the splits."""
     seconds, actions, finals, per_split, per_task, engine = 0.0, 0, [], {}, {}, None
+    profiles: dict[str, dict] = {}
     for split, data in splits.items():
         target = out / harness / split
         shutil.rmtree(target, ignore_errors=True)
-        started = time.monotonic()
+        started, started_epoch = time.monotonic(), time.time()
         _run(_command(harness, data, bundles[split], target, args))
-        elapsed = time.monotonic() - started
+        elapsed, ended_epoch = time.monotonic() - started, time.time()
         results = json.loads((target / "results.json").read_text())
+        if harness == "evaluator":
+            profiles[split] = _split_profile(target, started_epoch, ended_epoch)
         n = sum(_actions_run(task) for task in results["tasks"].values())
         seconds, actions = seconds + elapsed, actions + n
         finals += [task["final"] for task in results["tasks"].values() if "final" in task]
@@ -115,9 +118,42 @@ def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict
         per_task.update({key: round(task["elapsed_s"] / max(_actions_run(task), 1), 4)
                          for key, task in results["tasks"].items() if "elapsed_s" in task})
         engine = results.get("ocr_engine", engine)
-    return {"seconds": seconds, "actions": actions, "s_per_action": seconds / max(actions, 1),
-            "mean_final": statistics.fmean(finals) if finals else None, "splits": per_split,
-            "task_s_per_action": per_task, "ocr_engine": engine}
+    measured = {"seconds": seconds, "actions": actions, "s_per_action": seconds / max(actions, 1),
+                "mean_final": statistics.fmean(finals) if finals else None, "splits": per_split,
+                "task_s_per_action": per_task, "ocr_engine": engine,
+                "task_seconds": round(sum(_task_seconds(out / harness / split) for split in splits), 3)}
+    if profiles:
+        measured["profile"] = _profile(profiles, actions)
+    return measured
+
+
+def _task_seconds(target: Path) -> float:
+    """The tasks' own time, summed over the workers (a fresh context, the page, every action)."""
+    results = json.loads((target / "results.json").read_text())
+    return sum(float(task.get("elapsed_s") or 0.0) for task in results["tasks"].values())
+
+
+def _split_profile(target: Path, started: float, ended: float) -> dict:
+    """The evaluator's phases summed over a split's tasks (``score --profile``), and the process's start-up
+    (its start to the first task's) and shutdown (the last task's end to its exit)."""
+    profiles = [json.loads(path.read_text()) for path in sorted(target.glob("tasks/*/profile.json"))]
+    phases: dict[str, float] = {}
+    for profile in profiles:
+        for name, ms in profile["phases_ms"].items():
+            phases[name] = phases.get(name, 0.0) + ms
+    first = min((p["started"] for p in profiles), default=started)
+    last = max((p["ended"] for p in profiles), default=ended)
+    return {"phases_ms": phases, "startup_s": first - started, "shutdown_s": ended - last}
+
+
+def _profile(profiles: dict[str, dict], actions: int) -> dict:
+    """Milliseconds per replayed action of every phase, summed over the workers; start-up and shutdown per job."""
+    names = sorted({name for p in profiles.values() for name in p["phases_ms"]})
+    per_action = {name: round(sum(p["phases_ms"].get(name, 0.0) for p in profiles.values()) / max(actions, 1), 2)
+                  for name in names}
+    return {"ms_per_action": per_action,
+            "startup_s": {split: round(p["startup_s"], 3) for split, p in profiles.items()},
+            "shutdown_s": {split: round(p["shutdown_s"], 3) for split, p in profiles.items()}}
 
 
 def _command(harness: str, data: Path, bundle: Path, out: Path, args) -> list[str]:
@@ -127,7 +163,7 @@ def _command(harness: str, data: Path, bundle: Path, out: Path, args) -> list[st
         workers = ["--workers", str(args.workers)] if args.workers else []
         return [sys.executable, str(FLOOR), "--data", str(data), "--bundle", str(bundle), "--out", str(out), *workers]
     command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
-               "--out", str(out)]
+               "--out", str(out), "--profile"]
     if args.workers:
         command += ["--workers", str(args.workers)]
     if not args.video:
@@ -197,8 +233,25 @@ def _print(report: dict, out: Path) -> None:
           f"{met['floor_ratio_met']}); naive / evaluator {report['speedup']:.2f}x (target >= {TARGET_SPEEDUP:g}x: "
           f"{met['speedup_met']}); load average {report['machine']['load_avg_at_start'][0]:.2f} at the start, "
           f"{report['machine']['load_avg'][0]:.2f} at the end; details in {out / 'bench.json'}")
+    _print_profile(chosen)
     ocr = "kept between runs" if report["reference_ocr_cache"] else "none (--cold-ocr)"
     print(f"OCR engine: {chosen['evaluator']['ocr_engine']}; reference OCR cache: {ocr}")
+
+
+def _print_profile(chosen: dict) -> None:
+    """Where the evaluator's time goes, per action, beside the floor's own task time per action."""
+    profile = chosen["evaluator"].get("profile")
+    if not profile:
+        return
+    actions = {h: max(chosen[h]["actions"], 1) for h in ("evaluator", "floor")}
+    own = {h: 1000 * chosen[h]["task_seconds"] / actions[h] for h in ("evaluator", "floor")}
+    print(f"profile, ms per action summed over the workers: the evaluator's tasks {own['evaluator']:.0f} "
+          f"(the floor's {own['floor']:.0f}, {own['evaluator'] - own['floor']:+.0f}):")
+    for name, ms in sorted(profile["ms_per_action"].items(), key=lambda item: -item[1]):
+        note = " (background thread, overlaps the rest)" if name == "visual" else ""
+        print(f"  {name:<20} {ms:7.1f}{note}")
+    print("  start-up per job (s): " + ", ".join(f"{k} {v:.2f}" for k, v in profile["startup_s"].items())
+          + "; shutdown per job (s): " + ", ".join(f"{k} {v:.2f}" for k, v in profile["shutdown_s"].items()))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     parser.add_argument("--no-video", action="store_true", help="skip replay videos (faster)")
     parser.add_argument("--time-limit", type=float, default=None, help="hard limit of the whole job, seconds")
     parser.add_argument("--memory-limit-mb", type=int, default=None, help="hard memory limit of the whole job")
+    parser.add_argument("--profile", action="store_true",
+                        help="write where each task's replay spends its time, phase by phase, to "
+                             "OUT/tasks/<id>/profile.json (bench/evaluator reads it)")
     parser.add_argument("--standby", type=Path, default=None, metavar="FOLDER",
                         help="start the job before its inputs exist, instead of --data/--bundle/--tasks: the "
                              "sandbox, the imports and the workers' browsers start now; the job starts when one "
@@ -136,7 +139,8 @@ def _score_here(args: argparse.Namespace, standby=None) -> int:
         results = score(args.data, args.bundle, args.out, task_keys=_task_keys(args), protocol=args.protocol,
                         workers=args.workers, ocr_cache_dir=args.ocr_cache, record_video=not args.no_video,
                         progress=_print_progress, official=_official_job(args),
-                        judge_stats=getattr(args, "judge_stats", None), standby=standby)
+                        judge_stats=getattr(args, "judge_stats", None), standby=standby,
+                        profile=args.profile)
     except JobError as exc:
         raise UsageError(str(exc)) from None
     except WorkerError as exc:  # the machine, not the input: nothing scored, exit 1 (retryable)
@@ -275,6 +279,8 @@ def _inner_argv(args: argparse.Namespace, standby: bool = False) -> list[str]:
         argv += ["--ocr-cache", str(args.ocr_cache.resolve())]
     if args.no_video:
         argv.append("--no-video")
+    if args.profile:
+        argv.append("--profile")
     if args.judge_socket:  # the relay's socket and the public settings; never the key
         argv += ["--judge-socket", args.judge_socket, "--judge-base-url", args.judge_base_url,
                  "--judge-model", args.judge_model, "--official-visual", args.official_visual]
