@@ -278,6 +278,13 @@ _DET3_ASSERTION = {
                                         "copy's filtered grid and highlighted button); a native tick of a "
                                         "scripts-stripped page and a fragment link change no DOM. Where the "
                                         "reference scrolled, the change must still be commensurate."),
+    "unasserted_reaction": (True, "An action with no assertion passes once it is performed, as in the official "
+                                  "judge, unless the reference visibly reacted and the page did not: where the "
+                                  "reference's authored text changed in place (the rule of text_change_required: "
+                                  "no scroll, not a Scroll, no canvas) and the page's text, DOM, form state and "
+                                  "URL did not change at all, the step fails as 'the page did not react'. A "
+                                  "scripts-stripped snapshot, an empty page or a text list took a 2048 key press "
+                                  "without a tile moving and went on to the next step."),
 }
 
 _DET3_SETTLE = {
@@ -408,7 +415,8 @@ PROTOCOLS: dict[str, Protocol] = {
         description="iwr-det-2 with the judge fixes of issue 14: glyph, picture and grid-position words in the "
                     "element finder, attribute and SVG labels; visible-state clauses checked on the named "
                     "element; state checks where the reference did not change; changes commensurate with the "
-                    "reference's; settling until the layout holds still. No LLM, no model weights.",
+                    "reference's; an action the reference visibly reacted to needs a reaction; settling until "
+                    "the layout holds still. No LLM, no model weights.",
         sections={"targeting": _DET3_TARGETING, "assertion": _DET3_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),

@@ -394,7 +394,12 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
         with _phase(run, "judge"):
             step["assertion"] = _judge(run, k, action, before, step["_state"]) if official is None else \
                 _official_judge(run, k, action, step)
-    step["passed"] = bool(step["executed"]) and (step["assertion"] is None or step["assertion"]["passed"])
+    elif step["executed"] and official is None and _ignored(run, k, action, before, step.get("_state")):
+        step["reacted"] = False
+        step["reason"] = f"{step['reason']}, but the page did not react: its text, DOM, form state and URL " \
+                         "stayed the same where the reference's text changed"
+    step["passed"] = bool(step["executed"]) and step.get("reacted", True) and \
+        (step["assertion"] is None or step["assertion"]["passed"])
     step["elapsed_ms"] = int((time.monotonic() - begin) * 1000)
     return step
 
@@ -419,6 +424,17 @@ def _judge(run: TaskRun, k: int, action, before, after) -> dict:
     evidence = {key: value for key, value in (verdict.evidence or {}).items() if key not in HELD_OUT_KEYS}
     return {"passed": bool(verdict.passed), "reason": getattr(verdict, "reason", ""),
             "evidence": _jsonable(evidence)}
+
+
+def _ignored(run: TaskRun, k: int, action, before, after) -> bool:
+    """An action with no assertion that the page did not react to where the reference did (protocol
+    parameter ``unasserted_reaction``; the reference's change is read only where the protocol asks)."""
+    from evaluator.judges.assertion import reaction_missing
+
+    if before is None or after is None or not (run.params.get("assertion") or {}).get("unasserted_reaction"):
+        return False
+    with _phase(run, "judge"):
+        return reaction_missing(action, before, after, _reference_delta(run, k), run.params)
 
 
 def _official_judge(run: TaskRun, k: int, action, step: dict) -> dict:

@@ -168,4 +168,6 @@ class AssertionParams(_Section):
     commensurate_tolerance: int = 0
     # a page whose own scripts changed its DOM where the reference changed in place is commensurate
     dom_reaction_commensurate: bool = False
+    # an action with no assertion fails when the reference's text changed in place and the page showed no change
+    unasserted_reaction: bool = False
 

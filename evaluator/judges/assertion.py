@@ -89,6 +89,17 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     return _decide(evidence, checks, delta, mode, changed, reference, p)
 
 
+def reaction_missing(action, before: PageState, after: PageState, reference: RefDelta | None,
+                     params=None) -> bool:
+    """An action without an assertion that the page ignored where the reference visibly reacted
+    (``unasserted_reaction``): the reference's authored text changed in place and the page changed
+    nothing, neither its text, DOM, form state nor URL."""
+    p = AssertionParams.from_dict(params)
+    if not p.unasserted_reaction or reference is None:
+        return False
+    return _text_change_missing(action, before, after, change_signals(before, after, p), reference)
+
+
 def _text_change_missing(action, before: PageState, after: PageState, changes: dict,
                          reference: RefDelta | None) -> bool:
     """The reference's text changed in place (authoring's DOM text, no scroll), the page's did not.

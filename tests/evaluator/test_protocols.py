@@ -12,7 +12,7 @@ from evaluator.protocols import PROTOCOLS, Protocol, get_protocol
 # unreleased, update its fingerprint here in the same change.
 PINNED_FINGERPRINTS = {
     "iwr-det-2": "5e057986a1bae5e9",
-    "iwr-det-3": "0c012cae6f5e26a7",
+    "iwr-det-3": "6d7b699ab02ce8b8",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
