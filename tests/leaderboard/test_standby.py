@@ -5,14 +5,13 @@ test_sample_data."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from evaluator.baselines import KINDS
 from leaderboard.models import Evaluation
 from leaderboard.worker import scoring, standby
 from leaderboard.worker.claims import EVALUATIONS
+from tests.leaderboard.test_pipeline_worker import job_processes
 from tests.leaderboard.test_sample_data import dispatched, load, scorable_benchmark  # noqa: F401 - fixtures
 
 pytest_plugins = ["tests.leaderboard.datasets"]
@@ -47,18 +46,6 @@ def task_scores(evaluation: Evaluation) -> dict:
             for row in evaluation.task_results.select_related("task")}
 
 
-def standby_processes(folder: Path) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if entry.name.isdigit() and str(folder) in cmdline:
-            pids.append(int(entry.name))
-    return pids
-
-
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.django_db
@@ -91,7 +78,7 @@ def test_evaluations_start_on_the_evaluator_on_standby_and_score_as_a_cold_start
 
     last = standby._current
     standby.discard()
-    assert last.process.poll() == 0 and not last.folder.exists() and standby_processes(last.folder) == []
+    assert last.process.poll() == 0 and not last.folder.exists() and job_processes(str(last.folder)) == []
 
 
 @pytest.mark.slow
