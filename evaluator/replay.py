@@ -430,11 +430,15 @@ def _ignored(run: TaskRun, k: int, action, before, after) -> bool:
     """An action with no assertion that the page did not react to where the reference did (protocol
     parameter ``unasserted_reaction``; the reference's change is read only where the protocol asks)."""
     from evaluator.judges.assertion import reaction_missing
+    from evaluator.judges.reference import checkpoint_pair, reference_text_delta
 
     if before is None or after is None or not (run.params.get("assertion") or {}).get("unasserted_reaction"):
         return False
+    pair = checkpoint_pair(run.task, k, run.numbering)
+    if pair is None or action.type == "Scroll":  # a Scroll is meant to change only what is in view
+        return False
     with _phase(run, "judge"):
-        return reaction_missing(action, before, after, _reference_delta(run, k), run.params)
+        return reaction_missing(action, before, after, reference_text_delta(run.task, pair[1], pair[0]), run.params)
 
 
 def _official_judge(run: TaskRun, k: int, action, step: dict) -> dict:

@@ -77,6 +77,20 @@ def reference_delta(task, k: int, cache=None, params=None, before_k: int | None 
     return RefDelta(added, removed, changed, "ocr", detail, (texts[0], texts[1]), images=shots)
 
 
+def reference_text_delta(task, k: int, before_k: int | None = None) -> RefDelta | None:
+    """The reference's change of authored text at action ``k``, from its recorded states alone: no
+    pixels, no OCR (``unasserted_reaction`` asks nothing else). None when the states were not recorded."""
+    start = k - 1 if before_k is None else before_k
+    refs = [_load_reference(task, n) for n in (start, k)]
+    if refs[0] is None or refs[1] is None:
+        return None
+    texts = [_reference_text(r) for r in refs]
+    added, removed = word_delta(*texts)
+    scrolled = refs[0].get("scroll") != refs[1].get("scroll")
+    return RefDelta(added, removed, _refs_differ(refs, texts), "reference", {"before_k": start, "after_k": k},
+                    (texts[0], texts[1]), scrolled)
+
+
 def checkpoint_pair(task, k: int, numbering: str) -> tuple[int, int] | None:
     """The reference checkpoints (before, after) that show action ``k``'s change, or None when the
     task set's numbering has no such pair (the judge then uses the page alone)."""

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -53,6 +52,7 @@ from leaderboard.secrecy import TASK_LINES_HIDDEN, job_level_log, scrub, split_s
 from leaderboard.tasksets import split_tasks, write_job_dataset
 from leaderboard.worker import containers
 from leaderboard.worker.claims import EVALUATIONS
+from leaderboard.worker.launch import die_with_parent, evaluator_options, job_environment, ocr_cache_dir
 
 log = logging.getLogger(__name__)
 Kind = Evaluation.FailureKind
@@ -285,7 +285,7 @@ class EvaluatorRun:
         with open(self.log_path, "wb") as log_file:
             self.process = subprocess.Popen(
                 command, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
                 env=self.environment(),
             )
         self.started = time.monotonic()
@@ -469,11 +469,6 @@ def remove_ended_attempts() -> int:
     return len(ended)
 
 
-def ocr_cache_dir() -> Path:
-    """Where the evaluator keeps reference-side OCR results between jobs (on this machine)."""
-    return Path(settings.DATA_DIR) / "ocr-cache"
-
-
 def container_limits(wall_clock_s: float | None = None):
     from evaluator.container import ContainerLimits
 
@@ -483,32 +478,6 @@ def container_limits(wall_clock_s: float | None = None):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def evaluator_options() -> list[str]:
-    """The ``score`` options every job of this server gets, a cold start's and a standby's alike."""
-    options = []
-    if settings.EVALUATOR_WORKERS:
-        options += ["--workers", str(settings.EVALUATOR_WORKERS)]
-    if settings.EVALUATOR_SANDBOX:
-        options += ["--sandbox", settings.EVALUATOR_SANDBOX]
-    # Reference screenshots are the same for every submission: their OCR is kept between jobs.
-    options += ["--ocr-cache", str(ocr_cache_dir())]
-    return options + shlex.split(settings.EVALUATOR_EXTRA_ARGS)  # last: an operator's options win
-
-
-def job_environment(folder: Path) -> dict[str, str]:
-    """The score command reads the untrusted bundle: it gets the evaluator's allow-list, never the
-    worker's own environment (database URL, secret key, broker password); HOME and TMPDIR are the
-    job folder's own."""
-    from evaluator import isolation
-
-    tmp = folder / "tmp"
-    tmp.mkdir(mode=0o700, exist_ok=True)
-    env = isolation.launcher_environment(str(tmp))
-    if settings.EVALUATOR_SANDBOX != "container":
-        env.pop("DOCKER_HOST", None)  # only ``docker run`` talks to the engine
-    return env
 
 
 def make_read_only(folder: Path) -> None:
@@ -524,13 +493,3 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
-
-
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:
-    """In the evaluator child: be killed when the worker dies, even by SIGKILL (Linux)."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

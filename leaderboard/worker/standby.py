@@ -161,7 +161,7 @@ def discard() -> None:
 
 
 def _start(protocol: str) -> Standby:
-    from leaderboard.worker.evaluator_run import _die_with_parent, evaluator_options, job_environment
+    from leaderboard.worker.launch import die_with_parent, evaluator_options, job_environment
 
     root = standby_root()
     _remove_dead_standbys(root)
@@ -174,7 +174,7 @@ def _start(protocol: str) -> Standby:
     with open(folder / "evaluator.log", "wb") as log_file:
         process = subprocess.Popen(
             command, cwd=settings.BASE_DIR, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent, env=job_environment(folder),
+            start_new_session=True, preexec_fn=die_with_parent, env=job_environment(folder),
         )
     log.info("evaluator standby for %s started in %s", protocol, folder)
     return Standby(folder, protocol, current_settings(protocol), process)

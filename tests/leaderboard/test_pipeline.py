@@ -47,11 +47,18 @@ def fake_evaluator(settings, tmp_path, monkeypatch):
     return sent
 
 
-def steer(monkeypatch, options: str) -> None:
-    """Options of the stand-in evaluator (it sees none of the worker's environment)."""
+def steer(options: str) -> None:
+    """Options of the stand-in evaluator (it sees none of the worker's environment).
+
+    Set on the test's own settings override (``fake_evaluator``), which ends with the test. A
+    monkeypatch of the lazy settings object could be undone after that override had ended, and would
+    then write the stand-in into the real settings, for every later test of the session.
+    """
+    from django.conf import UserSettingsHolder
     from django.conf import settings as django_settings
 
-    monkeypatch.setattr(django_settings, "EVALUATOR_COMMAND", f"{FAKE} {options}")
+    assert isinstance(django_settings._wrapped, UserSettingsHolder), "steer() needs the fake_evaluator fixture"
+    django_settings.EVALUATOR_COMMAND = f"{FAKE} {options}"
 
 
 def queued(owner, pages=PAGES, split="dev"):
@@ -180,7 +187,7 @@ def test_a_failure_reason_quotes_no_log_line_naming_a_held_out_task(
         split, pages, named):
     """The last log line names the task whose worker was killed: a test-split failure reason (read by
     everyone who may open the submission, mailed to the owner) leaves it out; the stored log keeps it."""
-    steer(monkeypatch, "--fake-mode worker-killed")
+    steer("--fake-mode worker-killed")
     evaluation = run(queued(owner, pages, split), django_capture_on_commit_callbacks)
     first = next(iter(pages))
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "page")
@@ -194,7 +201,7 @@ def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_char
         owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks, mailoutbox):
     """A non-zero exit while scoring the pages: failed, kind page, reason with the last log line, still charged
     (refunding it would let a page probe the held-out tasks for free)."""
-    steer(monkeypatch, "--fake-mode crash")
+    steer("--fake-mode crash")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "page")
     assert "RuntimeError: simulated evaluator bug" in evaluation.failure_reason
@@ -209,7 +216,7 @@ def test_an_evaluator_exiting_with_an_error_fails_as_the_pages_doing_and_is_char
 def test_an_evaluator_killed_like_the_out_of_memory_killer_is_charged_without_retry(
         owner, imported_sample, fake_evaluator, monkeypatch, django_capture_on_commit_callbacks):
     """SIGKILL while the pages run (what the kernel sends a process out of memory): failed, kind page, charged."""
-    steer(monkeypatch, "--fake-mode signal")
+    steer("--fake-mode signal")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind, evaluation.attempts) == ("failed", "page", 1)
     assert "killed by signal 9" in evaluation.failure_reason
@@ -221,7 +228,7 @@ def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
         owner, imported_sample, fake_evaluator, monkeypatch, settings, django_capture_on_commit_callbacks):
     """SIGTERM (a machine or container shutting down) = infrastructure: re-queued while attempts remain,
     then failed, never charged."""
-    steer(monkeypatch, "--fake-mode stopped")
+    steer("--fake-mode stopped")
     settings.CLAIM_MAX_ATTEMPTS = 2
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.attempts, evaluation.claim_token) == ("queued", 1, "")
@@ -236,7 +243,7 @@ def test_an_evaluator_stopped_by_the_machine_is_retried_then_given_up_uncharged(
 def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample, fake_evaluator, monkeypatch,
                                                           settings, django_capture_on_commit_callbacks):
     """A hanging job is killed at the limit: failed with kind time_limit, still charged."""
-    steer(monkeypatch, "--fake-mode hang")
+    steer("--fake-mode hang")
     settings.EVALUATION_TIME_LIMIT_SECONDS = 1
     monkeypatch.setattr(evaluator_run, "STOP_GRACE_SECONDS", 1)
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
@@ -250,7 +257,7 @@ def test_a_job_over_its_time_limit_is_stopped_and_charged(owner, imported_sample
 def test_the_sandbox_time_limit_message_counts_as_time_limit(owner, imported_sample, fake_evaluator, monkeypatch,
                                                              django_capture_on_commit_callbacks):
     """When the evaluator's own sandbox stops the job for time, the failure says time limit."""
-    steer(monkeypatch, "--fake-mode timeout-message")
+    steer("--fake-mode timeout-message")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert (evaluation.status, evaluation.failure_kind) == ("failed", "time_limit")
 
@@ -271,7 +278,7 @@ def test_a_bundle_the_intake_rules_refuse_fails_as_the_bundles_fault(owner, impo
 def test_cancelling_a_running_evaluation_stops_its_evaluator(owner, imported_sample, fake_evaluator, monkeypatch,
                                                              django_capture_on_commit_callbacks):
     """The owner cancels mid-run: the worker's next heartbeat finds no claim and stops; nothing is scored."""
-    steer(monkeypatch, "--fake-delay 2")
+    steer("--fake-delay 2")
     beat = evaluator_run.EvaluatorRun.heartbeat
 
     def cancel_then_beat(job):

@@ -23,7 +23,7 @@ def test_the_score_command_never_sees_the_workers_secrets(owner, imported_sample
     monkeypatch.setenv("DATABASE_URL", "postgres://board:canary-pw@db/board")
     monkeypatch.setenv("DOCKER_HOST", "tcp://engine:2375")
     dump = tmp_path / "env.json"
-    steer(monkeypatch, f"--fake-dump-env {dump}")
+    steer(f"--fake-dump-env {dump}")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert evaluation.status == "scored", evaluation.failure_reason
     seen = json.loads(dump.read_text())
@@ -52,7 +52,7 @@ def charged(evaluation) -> bool:
 ])
 def test_output_that_breaks_a_rule_fails_as_the_pages_doing_and_nothing_is_kept(
         mode, rule, owner, imported_sample, monkeypatch, settings, django_capture_on_commit_callbacks):
-    steer(monkeypatch, f"--fake-mode {mode}")
+    steer(f"--fake-mode {mode}")
     evaluation = run(queued(owner), django_capture_on_commit_callbacks)
     assert evaluation.status == "failed"
     assert evaluation.failure_kind == "page" and charged(evaluation)

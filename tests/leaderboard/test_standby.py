@@ -21,6 +21,7 @@ GIVEN = "job given to the evaluator on standby"
 @pytest.fixture
 def standing(settings):
     settings.EVALUATOR_STANDBY = True
+    settings.EVALUATOR_COMMAND = ""  # this evaluator, whatever an earlier test left there
     yield
     standby.discard()
 
