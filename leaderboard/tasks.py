@@ -85,9 +85,14 @@ def _recover_on_start(sender, **kwargs) -> None:
 
 @worker_process_init.connect
 def _start_standby(**kwargs) -> None:
-    """A pool process starts its first evaluator on standby (leaderboard/worker/standby.py)."""
+    """A pool process of a worker that scores starts its first evaluator on standby
+    (leaderboard/worker/standby.py); the housekeeping worker's processes score nothing."""
+    from celery import current_app
+
     from leaderboard.worker import standby
 
+    if "evaluate" not in (current_app.amqp.queues.consume_from or {}):
+        return
     try:
         standby.prepare()
     except Exception:  # noqa: BLE001 - the first evaluation then starts cold
