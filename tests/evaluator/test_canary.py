@@ -39,19 +39,26 @@ def host_paths_a_job_must_not_see(checkout: Path) -> list[Path]:
     return [path for path in paths if path.exists()]
 
 
-def test_a_scored_job_holds_no_secret_and_sees_no_secret_file(tmp_path: Path):
+@pytest.mark.parametrize("start", ["cold", "standby"])
+def test_a_scored_job_holds_no_secret_and_sees_no_secret_file(tmp_path: Path, start: str):
+    """The same whether the job starts with its inputs or waits for them on standby (``score --standby``)."""
     checkout, home = tmp_path / "checkout", tmp_path / "home"
     shutil.copytree(ROOT / "evaluator", checkout / "evaluator", ignore=shutil.ignore_patterns("__pycache__"))
     planted = canary.plant_files(checkout, home)
-    data = make_task_set(tmp_path / "set", ["1"], ACTIONS)
-    bundle = make_bundle(tmp_path / "bundle", {"1": GOOD_PAGE})
+    inputs = tmp_path / "inputs"
+    data = make_task_set(inputs / "set", ["1"], ACTIONS)
+    bundle = make_bundle(inputs / "bundle", {"1": GOOD_PAGE})
     out = tmp_path / "out"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONPATH": str(checkout),
            **driver_settings(), **canary.SECRET_ENV}
-    command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
-               "--out", str(out), "--workers", "1", "--sandbox", "bubblewrap"]
+    given = ["--standby", str(inputs)] if start == "standby" else ["--data", str(data), "--bundle", str(bundle)]
+    command = [sys.executable, "-m", "evaluator", "score", *given, "--out", str(out), "--workers", "1",
+               "--sandbox", "bubblewrap"]
     proc = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            stdin=subprocess.PIPE if start == "standby" else subprocess.DEVNULL, start_new_session=True)
+    if start == "standby":  # the job line, as the site's worker sends it (communicate() closes the input)
+        proc.stdin.write(json.dumps({"data": str(data), "bundle": str(bundle), "tasks": None}).encode() + b"\n")
+        proc.stdin.flush()
     try:
         seen = canary.watch(proc, [*planted, *host_paths_a_job_must_not_see(checkout)], timeout=300)
     finally:
