@@ -32,6 +32,7 @@ SAMPLE = ROOT / "var" / "benchmark" / "dev"
 DEFAULT_TASKS = "2048-first-moves,todomvc-vanillajs-list"
 MEMORY: list[dict] = []  # each waiting standby's process tree, just before its job line
 sys.path.insert(0, str(ROOT))
+from tests.evaluator.standby_support import reference_job_folder, timeless_results  # noqa: E402
 
 
 def main() -> int:
@@ -53,7 +54,7 @@ def main() -> int:
     for n in range(args.rounds):
         cold_s, cold_out = cold(folder, args.tasks, work / f"cold-{n}", options)
         warm_s, warm_out = standby(folder, args.tasks, work / f"standby-{n}", options, args.idle)
-        if comparable(cold_out) != comparable(warm_out):
+        if timeless_results(cold_out)["tasks"] != timeless_results(warm_out)["tasks"]:
             raise SystemExit(f"round {n}: the standby's scores differ from the cold start's ({cold_out}, {warm_out})")
         rounds.append({"cold_s": cold_s, "standby_s": warm_s, "load": os.getloadavg()[0]})
         print(f"round {n}: cold {cold_s:.2f} s, standby {warm_s:.2f} s, load {rounds[-1]['load']:.1f}", flush=True)
@@ -81,14 +82,7 @@ def main() -> int:
 def standby_folder(root: Path, keys: list[str]) -> Path:
     """The dev tasks and their reference pages as a bundle, in one folder (a standby reads only that)."""
     shutil.rmtree(root, ignore_errors=True)
-    records = [json.loads(line) for line in (SAMPLE / "data.jsonl").read_text().splitlines() if line.strip()]
-    (root / "dev" / "data").mkdir(parents=True)
-    (root / "dev" / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records if r["id"] in keys))
-    for key in keys:
-        shutil.copytree(SAMPLE / "data" / key, root / "dev" / "data" / key)
-        (root / "bundle" / key).mkdir(parents=True)
-        shutil.copy(SAMPLE / "data" / key / "reference" / "site" / "index.html", root / "bundle" / key)
-    return root
+    return reference_job_folder(root, keys)
 
 
 def cold(folder: Path, tasks: str, out: Path, options: list[str]) -> tuple[float, Path]:
@@ -125,15 +119,6 @@ def idle_memory_mb(pid: int) -> dict:
     pids = [pid, *process_descendants(pid)]
     return {"processes": len(pids), "rss_mb": round(sum(rss_bytes(p) for p in pids) / 2**20, 1),
             "pss_mb": round(tree_memory_bytes(pid) / 2**20, 1)}
-
-
-def comparable(out: Path) -> dict:
-    document = json.loads((out / "results.json").read_text())
-    for task in document["tasks"].values():
-        task.pop("elapsed_s", None)
-        for step in task["steps"]:
-            step.pop("elapsed_ms", None)
-    return document["tasks"]
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@ refuses bad job lines with one clear line, and ends quietly when no job comes.""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.evaluator.standby_support import reference_job_folder, timeless_results
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "var" / "benchmark" / "dev"
@@ -27,27 +28,9 @@ def folder(tmp_path) -> Path:
     """A standby folder holding a copy of the sample's dev split and its reference pages as a bundle."""
     if not (SAMPLE / "data.jsonl").is_file():
         pytest.skip("the sample benchmark is not built (scripts/setup.sh builds it)")
-    root = tmp_path / "standby"
-    keys = TASKS.split(",")
-    records = [json.loads(line) for line in (SAMPLE / "data.jsonl").read_text().splitlines() if line.strip()]
-    (root / "dev" / "data").mkdir(parents=True)
-    (root / "dev" / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records if r["id"] in keys))
-    for key in keys:
-        shutil.copytree(SAMPLE / "data" / key, root / "dev" / "data" / key)
-        (root / "bundle" / key).mkdir(parents=True)
-        shutil.copy(SAMPLE / "data" / key / "reference" / "site" / "index.html", root / "bundle" / key)
+    root = reference_job_folder(tmp_path / "standby", TASKS.split(","))
     (root / "out").mkdir()
     return root
-
-
-def comparable(out: Path) -> dict:
-    """results.json without the timings, which differ between any two runs."""
-    document = json.loads((out / "results.json").read_text())
-    for task in document["tasks"].values():
-        task.pop("elapsed_s", None)
-        for step in task["steps"]:
-            step.pop("elapsed_ms", None)
-    return document
 
 
 def job_line(folder: Path, **changes) -> str:
@@ -68,7 +51,7 @@ def test_a_job_on_standby_scores_exactly_as_a_cold_start(folder, tmp_path):
     out, err = waiting.communicate(job_line(folder), timeout=600)
     assert waiting.returncode == 0, err[-2000:]
     assert "job given to the evaluator on standby after" in err
-    assert comparable(folder / "out") == comparable(tmp_path / "cold")
+    assert timeless_results(folder / "out") == timeless_results(tmp_path / "cold")
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["n_tasks"] == 2 and summary["ifs"] == 1.0
 
