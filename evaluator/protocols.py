@@ -313,6 +313,35 @@ _DET3_SETTLE = {
                              "endless animations themselves are not counted as movement."),
 }
 
+# iwr-det-4: mechanisms found on the tuning half once it was broadened with pages
+# described as a person sees them (a phone dashboard's three-bar toggle, a slide deck, coloured cards).
+_DET4_TARGETING = {
+    **_DET3_TARGETING,
+    "glyph_shapes": (True, "'The three-bar button' names the ☰ a bars icon draws. iwr-det-3 read three bars, a "
+                           "⋮ and any id or class saying 'menu' or 'dropdown' as one glyph, so on a phone "
+                           "dashboard a chart card's ⋮ menu tied with the sidebar's bars toggle and was clicked. "
+                           "Bars (☰, bars, hamburger, navicon), dots (⋮ ⋯, ellipsis, kebab) and a generic menu "
+                           "token are three concepts; the generic one scores 0.6 against a shape's 0.9."),
+    "colour_words": (True, "People name a control by its colour when it shows no word: 'the blue dot in the "
+                           "toolbar', 'the first blue card'. iwr-det-3 matched colour words against class names "
+                           "only, so a filter button drawn as a coloured mark (its label hidden) matched nothing "
+                           "and a blue-classed card won. The colours an element paints (background, thick "
+                           "borders, text or icon, ::before / ::after, SVG fill) are named by hue band; a hue "
+                           "named without a quote matches like a seen name (0.9), and a 'dot', 'swatch' or "
+                           "'square' must be a small mark of that hue (at most 40 px) or counts half."),
+}
+
+_DET4_ASSERTION = {
+    **_DET3_ASSERTION,
+    "unphrased_text_delta": (True, "An assertion with nothing checkable ('the sidebar is back on the left') used "
+                                   "to pass on any change. Where the reference's authored words changed in place "
+                                   "and the page's words changed too, without scrolling, but not one word it added "
+                                   "or removed is one the reference added or removed, the page did something else "
+                                   "(a card's menu opened where the reference's sidebar came back): the step "
+                                   "fails. A page whose words did not change is judged as before (an unstyled "
+                                   "copy's class change)."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-official: the paper's judge through an OpenAI-compatible endpoint (evaluator.official):
 # LLM grounding, assertion judge and visual rubric through the judge relay, EasyOCR and DINOv2
@@ -396,9 +425,10 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-3 since
-# issue 14's calibration showed it better than iwr-det-2 on both halves); an earlier version is kept
-# under its full name so that its stored scores can still be read and reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-4 since the
+# broadened calibration of 2026-12-05 showed it better than iwr-det-3 on the tuning half and equal on the
+# held-out half; iwr-det-3 had replaced iwr-det-2 on 2026-12-04); an earlier version is kept under its
+# full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -409,7 +439,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET_TARGETING, "assertion": _DET_ASSERTION, "settle": _DET_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-3": Protocol(
         name="iwr-det",
         version="3",
         description="iwr-det-2 with the judge fixes of issue 14: glyph, picture and grid-position words in the "
@@ -418,6 +448,16 @@ PROTOCOLS: dict[str, Protocol] = {
                     "reference's; an action the reference visibly reacted to needs a reaction; settling until "
                     "the layout holds still. No LLM, no model weights.",
         sections={"targeting": _DET3_TARGETING, "assertion": _DET3_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="4",
+        description="iwr-det-3 with the mechanisms found on the broadened tuning half: bars, dots "
+                    "and generic menu names told apart in glyph descriptions; colour words matched against the "
+                    "colours an element paints; with nothing checkable in an "
+                    "assertion, words changed unlike the reference's fail. No LLM, no model weights.",
+        sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -219,6 +219,52 @@
     return !!el.querySelector("picture, canvas");
   }
 
+  // iwr-det-4 (colours): the colours an element paints, each with the size of the part painting it:
+  // its background and thick borders (its own box), its text or icon colour where it shows text
+  // or an icon, its ::before / ::after marks, an SVG's fill and stroke. [r, g, b, width, height].
+  const RGB = /rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?/;
+  function rgb(value) {
+    const m = RGB.exec(value || "");
+    if (!m) return null;
+    let alpha = m[4] === undefined ? 1 : parseFloat(m[4]);
+    if (m[4] && m[4].endsWith("%")) alpha /= 100;
+    return alpha >= 0.5 ? [Math.round(+m[1]), Math.round(+m[2]), Math.round(+m[3])] : null;
+  }
+  function paint(out, value, w, h) {
+    const c = rgb(value);
+    if (c && w > 0 && h > 0 && out.length < 10) out.push([...c, Math.round(w), Math.round(h)]);
+  }
+  function paintedParts(s, w, h, out) {
+    paint(out, s.backgroundColor, w, h);
+    for (const side of ["Top", "Right", "Bottom", "Left"]) {
+      if (parseFloat(s["border" + side + "Width"]) >= 2 && s["border" + side + "Style"] !== "none") {
+        paint(out, s["border" + side + "Color"], w, h);
+      }
+    }
+  }
+  function paintedColours(el, style, rect, fullText) {
+    const out = [];
+    if (el instanceof SVGElement) {
+      paint(out, style.fill, rect.width, rect.height);
+      paint(out, style.stroke, rect.width, rect.height);
+    }
+    paintedParts(style, rect.width, rect.height, out);
+    const fontSize = parseFloat(style.fontSize) || 16;
+    const icon = el.querySelector && el.querySelector("i, svg, [class*='icon']");
+    if ((fullText && fontSize >= 6) || icon) {
+      paint(out, icon ? getComputedStyle(icon).color : style.color, fontSize, fontSize);
+    }
+    for (const pseudo of ["::before", "::after"]) {
+      const ps = getComputedStyle(el, pseudo);
+      if (!ps.content || ps.content === "none" || ps.display === "none") continue;
+      const side = (a, b) => (parseFloat(ps[a]) || 0) + (parseFloat(ps[b]) || 0);
+      const pw = (parseFloat(ps.width) || 0) + side("borderLeftWidth", "borderRightWidth");
+      const ph = (parseFloat(ps.height) || 0) + side("borderTopWidth", "borderBottomWidth");
+      paintedParts(ps, pw || rect.width, ph || rect.height, out);
+    }
+    return out;
+  }
+
   function describe(el, tag, style, rect, reasons, hit, clipped, order) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
     const img = imageTexts(el, tag);
@@ -228,6 +274,7 @@
     const extra = {};
     if (opts.attributeLabels) extra.data_labels = attributeLabels(el, tag);
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
+    if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     return {
       ...extra,
       order, tag, type,

@@ -103,6 +103,13 @@ RELATION_WORDS = {"above": "above", "below": "below", "under": "below", "beneath
                   "underneath": "below", "beside": "near", "near": "near"}
 SIDE_LEAD_INS = frozenset("to on at".split())
 # Nouns that name a page structure an anchor can be ("above the table"), as anchor roles.
+# iwr-det-4 (colour_words): hue words said of the target ("the blue dot") and nouns that name a small
+# painted mark rather than a label ("dot", "swatch"); such a noun ending the phrase is its head.
+COLOUR_WORDS = {"blue": "blue", "red": "red", "green": "green", "yellow": "yellow", "orange": "orange",
+                "purple": "purple", "violet": "purple", "pink": "pink", "magenta": "pink", "grey": "grey",
+                "gray": "grey", "black": "black", "white": "white", "cyan": "cyan", "teal": "cyan",
+                "turquoise": "cyan", "brown": "brown"}
+SHAPE_NOUNS = frozenset("dot dots circle circles square squares swatch swatches disc disk bullet blob".split())
 ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "heading", "title": "heading",
                 "label": "label"}
 
@@ -146,6 +153,9 @@ class Description:
     picture: bool = False
     grid_row: int | None = None
     grid_col: int | None = None
+    # iwr-det-4: the target's hues and the small-mark nouns naming it
+    colours: list[str] = field(default_factory=list)
+    shapes: list[str] = field(default_factory=list)
 
     @property
     def has_text_cue(self) -> bool:
@@ -158,7 +168,8 @@ class Description:
                 "relations": [r.to_dict() for r in self.relations],
                 **({"glyphs": self.glyphs, "concepts": self.concepts} if self.glyphs or self.concepts else {}),
                 **({"picture": True} if self.picture else {}),
-                **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {})}
+                **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {}),
+                **({"colours": self.colours, "shapes": self.shapes} if self.colours else {})}
 
 
 @dataclass
@@ -185,7 +196,7 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     skip = " ".join((typed or "").split()).lower()
     tokens = [t for t in tokens if not (skip and t.kind == "quote" and " ".join(t.word.split()).lower() == skip)]
     if params is not None and params.glyph_words:
-        desc.glyphs, desc.concepts = description_glyphs(raw), description_concepts(raw)
+        desc.glyphs, desc.concepts = description_glyphs(raw), description_concepts(raw, shapes=params.glyph_shapes)
         tokens = [t for t in tokens if not (t.kind == "quote" and all(ch in desc.glyphs for ch in t.word.strip()))]
     _classify(tokens)
     ticks = False
@@ -195,8 +206,13 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
                 t.kind, ticks = "action", True
     if params is not None and params.grid_ordinals:
         _grid_positions(tokens, desc)
+    if params is not None and params.colour_words:
+        _shape_heads(tokens)
     kinds = _phases(tokens, between=params is not None and params.between_relation)
     _collect(tokens, desc)
+    if params is not None and params.colour_words:
+        desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
+                               if t.phase == "target" and t.kind == "appearance" and t.word in COLOUR_WORDS)
     _collect_relations(tokens, kinds, desc)
     if not desc.content and not desc.quotes:
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
@@ -207,6 +223,23 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     if params is not None and params.picture_nouns:
         desc.picture = any(w in PICTURE_WORDS for w in desc.role_words) and not desc.quotes
     return desc
+
+
+def _shape_heads(tokens: list[_Token]) -> None:
+    """iwr-det-4: "the blue dot in the toolbar": a shape noun after a hue and ending its noun phrase
+    (no role or content word follows) is the target's head, like a role noun. Without a hue ("the
+    fourth dot in the row of dots") or before a noun ("the square button") it stays as it was."""
+    for i, token in enumerate(tokens):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.word not in SHAPE_NOUNS or token.capital or token.kind not in ("content", "appearance"):
+            continue
+        if nxt is not None and nxt.kind in ("content", "role", "appearance", "quote"):
+            continue
+        j = i - 1
+        while j >= 0 and tokens[j].kind == "appearance" and tokens[j].word not in COLOUR_WORDS:
+            j -= 1  # "the blue little dot"
+        if j >= 0 and tokens[j].kind == "appearance" and tokens[j].word in COLOUR_WORDS:
+            token.kind = "shape"
 
 
 def _grid_positions(tokens: list[_Token], desc: Description) -> None:
@@ -318,7 +351,7 @@ def _phases(tokens: list[_Token], between: bool = False) -> list[str]:
         if skip:  # the relation's own words ("to the left of") name nothing
             token.kind, token.role, skip = "relation", None, skip - 1
         token.phase, token.relation = phase, relation
-        if token.kind in ("role", "quote"):
+        if token.kind in ("role", "quote", "shape"):
             headed = True
         if relation is not None and relations[relation] == "between_and" and token.kind in ("quote", "content", "role"):
             mate_named = True
@@ -373,6 +406,8 @@ def _collect(tokens: list[_Token], desc: Description) -> None:
             desc.ordinal = ORDINALS[token.word]
         elif token.kind == "appearance":
             desc.appearance.append(token.word)
+        elif token.kind == "shape" and target:
+            desc.shapes.append(token.word)
     desc.content = _dedupe(desc.content)
     desc.anchors = _dedupe(desc.anchors)
     desc.labels = _label_phrases([t for t in tokens if t.phase == "target"])

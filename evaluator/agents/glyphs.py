@@ -30,7 +30,20 @@ CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
     "plus": ("+＋➕", frozenset("plus add".split())),
     "minus": ("−➖", frozenset("minus subtract".split())),
 }
+# iwr-det-4 (glyph_shapes): the menu concept above is three shapes. "The three-bar button" is the ☰
+# drawn by a bars icon; a ⋮ (ellipsis, "more") is another control, and an id or class that merely
+# says "menu" or "dropdown" draws neither. Each shape is its own concept, scored 0.9 by its own names;
+# the generic menu tokens, "menu" being what a bars icon usually opens, count only GENERIC_MATCH.
+SHAPE_CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
+    **{name: value for name, value in CONCEPTS.items() if name != "menu"},
+    "bars": ("☰≡", frozenset("hamburger bars burger navicon".split())),
+    "more": ("⋮⋯", frozenset("ellipsis ellipsisv ellipsish kebab meatball meatballs".split())),
+    "menu": ("", frozenset("menu toggler navtoggle offcanvas".split())),
+}
+GENERIC_CONCEPTS = frozenset({"menu"})
+GENERIC_MATCH = 0.6
 _CHAR_CONCEPT = {ch: name for name, (chars, _tokens) in CONCEPTS.items() for ch in chars}
+_SHAPE_CHAR_CONCEPT = {ch: name for name, (chars, _tokens) in SHAPE_CONCEPTS.items() for ch in chars}
 # Words of a description that name a glyph without a direction.
 DIRECTIONAL_NOUNS = frozenset("arrow arrows chevron chevrons caret triangle pointer angle".split())
 DIRECTIONS = {"right": "right", "rightward": "right", "rightwards": "right", "forward": "right", "next": "right",
@@ -40,7 +53,9 @@ DIRECTIONS = {"right": "right", "rightward": "right", "rightwards": "right", "fo
 NAMED = {"hamburger": "menu", "burger": "menu", "magnifier": "search", "magnifying": "search",
          "loupe": "search", "gear": "settings", "cog": "settings", "plus": "plus", "minus": "minus",
          "cross": "close"}
+SHAPE_NAMED = {**NAMED, "hamburger": "bars", "burger": "bars", "kebab": "more", "ellipsis": "more"}
 BARS = re.compile(r"\b(three|3)[\s-]*(bars?|lines?|stripes?)\b", re.I)
+DOTS = re.compile(r"\b(three|3)[\s-]*(dots?|points?)\b", re.I)
 WORD = re.compile(r"[a-z]+")
 # Typographic quotes are punctuation of the description, never a glyph it names.
 NOT_GLYPHS = frozenset("'\"‘’“”`´")
@@ -58,8 +73,10 @@ def description_glyphs(text: str) -> list[str]:
     return out
 
 
-def description_concepts(text: str) -> list[str]:
-    """Glyph concepts the description names by character or by words."""
+def description_concepts(text: str, shapes: bool = False) -> list[str]:
+    """Glyph concepts the description names by character or by words (``shapes``: iwr-det-4's
+    finer concepts, where three bars, three dots and a generic menu are told apart)."""
+    char_concept, named = (_SHAPE_CHAR_CONCEPT, SHAPE_NAMED) if shapes else (_CHAR_CONCEPT, NAMED)
     concepts: list[str] = []
 
     def add(name: str) -> None:
@@ -67,8 +84,8 @@ def description_concepts(text: str) -> list[str]:
             concepts.append(name)
 
     for ch in description_glyphs(text):
-        if ch in _CHAR_CONCEPT:
-            add(_CHAR_CONCEPT[ch])
+        if ch in char_concept:
+            add(char_concept[ch])
     lowered = (text or "").lower()
     tokens = WORD.findall(lowered)
     for j, t in enumerate(tokens):  # "the double right arrow", "an upward arrow", "the arrow pointing left"
@@ -77,33 +94,49 @@ def description_concepts(text: str) -> list[str]:
                 if near in DIRECTIONS:
                     add(DIRECTIONS[near])
     if BARS.search(lowered):
-        add("menu")
+        add("bars" if shapes else "menu")
+    if shapes and DOTS.search(lowered):
+        add("more")
     for t in tokens:
-        if t in NAMED:
-            add(NAMED[t])
+        if t in named:
+            add(named[t])
+    if shapes and "bars" in concepts:
+        add("menu")  # what three bars usually open, matched at GENERIC_MATCH only
     return concepts
 
 
-def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tokens: set[str]) -> float:
+def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tokens: set[str],
+                shapes: bool = False) -> float:
     """1 when the candidate's own short text is a glyph the description shows or names; 0.9 when its
-    icon names, aria-label or classes name a concept the description names; else 0."""
+    icon names, aria-label or classes name a concept the description names; else 0. With ``shapes``
+    (iwr-det-4) a generic concept (a "menu" id or class) scores only GENERIC_MATCH."""
     if not (chars or concepts):
         return 0.0
+    table, char_concept = (SHAPE_CONCEPTS, _SHAPE_CHAR_CONCEPT) if shapes else (CONCEPTS, _CHAR_CONCEPT)
     own = "".join((cand.get("text") or "").split())
     if own and len(own) <= 3:
         if any(ch in own for ch in chars):
             return 1.0
-        if any(_CHAR_CONCEPT.get(ch) in concepts for ch in own):
+        if any(char_concept.get(ch) in concepts for ch in own):
             return 1.0
     if not concepts:
         return 0.0
-    wanted = set().union(*(CONCEPTS[c][1] for c in concepts))
+    pool, compact = _glyph_names(cand, attribute_tokens)
+    best = 0.0
+    for concept in concepts:
+        wanted = table[concept][1]
+        if wanted & pool or any(w in c for c in compact for w in wanted if len(w) > 5):
+            best = max(best, GENERIC_MATCH if shapes and concept in GENERIC_CONCEPTS else 0.9)
+    return best
+
+
+def _glyph_names(cand: dict, attribute_tokens: set[str]) -> tuple[set[str], set[str]]:
+    """Tokens naming what the candidate shows (attributes, aria-label, title, icon names), with
+    neighbouring pairs joined (chevron-right), and its icon and class names run together."""
     names = set(attribute_tokens)
     for value in (cand.get("aria_label"), cand.get("title"), cand.get("svg_title"), cand.get("alt")):
         names.update(split_identifier(value))
     joined = {a + b for a, b in zip(sorted(names), sorted(names)[1:], strict=False)}  # chevron-right
     compact = {"".join(split_identifier(v)) for v in [*cand.get("icons", []), cand.get("cls", "")] if v}
-    pool = names | joined | {c for c in compact if c}
-    if wanted & pool or any(w in c for c in compact for w in wanted if len(w) > 5):
-        return 0.9
-    return 0.0
+    compact = {c for c in compact if c}
+    return names | joined | compact, compact

@@ -106,6 +106,10 @@ class TargetingParams(_Section):
     check_verbs: bool = False
     # "the 'Blue' button between 'Green' and 'Pink'": the two names place the target, they are not its label
     between_relation: bool = False
+    # iwr-det-4: three bars, three dots and a generic "menu" id or class are different glyphs
+    glyph_shapes: bool = False
+    # iwr-det-4: colour words ("the blue dot") match the colours an element paints, shape nouns their size
+    colour_words: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,4 +174,6 @@ class AssertionParams(_Section):
     dom_reaction_commensurate: bool = False
     # an action with no assertion fails when the reference's text changed in place and the page showed no change
     unasserted_reaction: bool = False
+    # iwr-det-4: with nothing checkable, a page whose words changed, none of them as the reference's did, fails
+    unphrased_text_delta: bool = False
 

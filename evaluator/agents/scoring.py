@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 
 from rapidfuzz import fuzz
 
+from evaluator.agents.colours import look_score
 from evaluator.agents.description import PICTURE_WORDS, Description
 from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
@@ -189,9 +190,11 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     if params.attribute_labels and best < 1.0:
         best = max(best, ATTRIBUTE_LABEL_DISCOUNT * _attribute_label_score(desc, cand, params))
     if params.glyph_words:
-        best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand)))
+        best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand), params.glyph_shapes))
     if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc):
         best = max(best, PICTURE_MATCH)
+    if params.colour_words and desc.colours:
+        best = max(best, look_score(desc, cand))
     return best
 
 
@@ -371,7 +374,8 @@ def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
 
 def _shown_cue(desc: Description, params: TargetingParams) -> bool:
     """iwr-det-3: a glyph or a picture noun is a text cue too ("the » arrow", "the first photo")."""
-    return bool(params.glyph_words and (desc.glyphs or desc.concepts) or params.picture_nouns and desc.picture)
+    return bool(params.glyph_words and (desc.glyphs or desc.concepts) or params.picture_nouns and desc.picture
+                or params.colour_words and desc.colours)
 
 
 def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams,

@@ -113,7 +113,8 @@ def find_target(page, action, params=None) -> Target:
     try:
         data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
                                                "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
-                                               "pictures": p.picture_nouns, "shownValues": p.check_verbs})
+                                               "pictures": p.picture_nouns, "shownValues": p.check_verbs,
+                                               "colours": p.colour_words and bool(desc.colours)})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
     ranked = score_candidates(desc, data, p, focus_bonus=kind == "Type")

@@ -209,6 +209,10 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
         measured = reference is not None and (reference.detail or {}).get("pixel_fraction") is not None
         if p.unchanged_reference_state and changed and measured and not _reference_same(reference, p):
             passed = True  # the reference changed too, if less than pixel_change_fraction (a highlight moving)
+        if passed and p.unphrased_text_delta and _other_words_changed(evidence["changes"], delta, reference):
+            evidence["other_words_changed"] = True
+            return Verdict(False, evidence, "no checkable phrase: the page's words changed, none of them as "
+                                            "the reference's did")
         return Verdict(passed, evidence, f"no checkable phrase: page changed={changed}, expected {expected}")
     held = sum(1 for c in checks if c["holds"]) / len(checks)
     phrases_hold = _phrases_hold(checks, p)
@@ -220,6 +224,18 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
     passed = changed and (phrases_hold or agree)
     why = "page did not change" if not changed else f"phrases hold={phrases_hold}, deltas agree={agree}"
     return Verdict(passed, evidence, why)
+
+
+def _other_words_changed(changes: dict, delta: dict, reference: RefDelta | None) -> bool:
+    """iwr-det-4 (``unphrased_text_delta``): the reference's authored words changed in place, the
+    page's words changed too, without scrolling, and not one of its added or removed words is one the
+    reference added or removed: another control's effect (a card's menu opened where the sidebar
+    came back). A page whose words did not change at all is judged as before."""
+    if reference is None or reference.source != "reference" or reference.scrolled is not False:
+        return False
+    if not (reference.added or reference.removed) or not changes.get("text") or changes.get("scroll"):
+        return False
+    return delta.get("f1") == 0.0
 
 
 def _phrases_hold(checks: list[dict], p: AssertionParams) -> bool:

@@ -13,15 +13,16 @@ from evaluator.protocols import PROTOCOLS, Protocol, get_protocol
 PINNED_FINGERPRINTS = {
     "iwr-det-2": "5e057986a1bae5e9",
     "iwr-det-3": "6d7b699ab02ce8b8",
+    "iwr-det-4": "43b4d408fa91724d",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_3():
-    """The default protocol is iwr-det, version 3; version 2 stays registered under its full name."""
+def test_it_defaults_to_iwr_det_4():
+    """The default protocol is iwr-det, version 4; versions 2 and 3 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "3", "iwr-det-3")
-    assert get_protocol("iwr-det-2").version == "2"
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "4", "iwr-det-4")
+    assert get_protocol("iwr-det-2").version == "2" and get_protocol("iwr-det-3").version == "3"
     assert not protocol.requires_llm
 
 
@@ -33,6 +34,17 @@ def test_iwr_det_3_is_iwr_det_2_plus_named_fixes():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
     assert ("assertion", "element_state") in added and ("settle", "layout_stable") in added
+
+
+def test_iwr_det_4_is_iwr_det_3_plus_named_fixes():
+    """iwr-det-4 keeps every iwr-det-3 value and only adds the broadened tuning half's fixes."""
+    old, new = get_protocol("iwr-det-3"), get_protocol("iwr-det-4")
+    assert (new.name, new.version) == ("iwr-det", "4") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    assert added == {("targeting", "glyph_shapes"), ("targeting", "colour_words"),
+                     ("assertion", "unphrased_text_delta")}
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -93,14 +105,15 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-3 finds its protocol."""
-    assert get_protocol("iwr-det-3") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-4 finds its protocol."""
+    assert get_protocol("iwr-det-4") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-3") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-2") is not get_protocol("iwr-det")
 
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-official"):
+    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-official"):
         get_protocol("iwr-llm")
 
 

@@ -67,15 +67,18 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 
 # Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
-# (the default protocol, iwr-det-3) does not pass in full, with the IFS it measured
-# (`python -m tests.evaluator.calibration.report --half both`, 2026-12-04). All four are in the
-# held-out half, which is measured and never tuned on. The self-test expects these to fail
-# (strictly: a fix shows up as an unexpected pass, and the entry must then be removed).
+# (the default protocol, iwr-det-4) does not pass in full, with the IFS it measured
+# (`python -m tests.evaluator.calibration.report --half tuning|held_out`, 2026-12-05). The first four
+# are in the held-out half, which is measured and never tuned on; mixitup-remove-cards is in the tuning
+# half ("the small ring button", a filter button drawn as an outlined square, matches no description
+# cue). The self-test expects these to fail (strictly: a fix shows up as an unexpected pass, and the
+# entry must then be removed).
 KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
     "mmenu-onepage-phone": 0.0,
     "mmenu-submenus": 0.0,
     "owl-center-phone": 0.125,
     "fomantic-login-validation": 0.5,
+    "mixitup-remove-cards": 0.286,
 }
 # Tasks whose reference page scored differently on a repeat run (settling under load, issue 14):
 # mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time);
