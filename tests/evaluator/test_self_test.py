@@ -26,10 +26,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REFERENCE_FINAL = 0.9
 EMPTY_FINAL = 0.05
-# Snapshots measured 0.75-0.77 (tables) to 0.98-1.0 (2048) on the sample, against 0.22-0.36
-# for an empty page; 0.65 keeps a margin for rendering drift and metric tuning, and sits above
-# what a page with the right words but not the look gets (unstyled copies: 0.33-0.71).
+# A snapshot is the reference's own page after its scripts ran, so at the Load checkpoint it must
+# keep the look: measured 0.72 (dashboard with charts) to 0.98-1.0 (2048) there, against 0 for an
+# empty page; 0.65 keeps a margin for rendering drift and metric tuning, and sits above what a page
+# with the right words but not the look gets (unstyled copies: 0.33-0.71). Its task VFS also counts
+# the checkpoints after actions it cannot perform, so it depends on how much of the screen the
+# reference's actions change (a phone menu that covers the screen: task VFS 0.649, Load 0.900); at
+# task level it must stay well above the empty page's.
 SNAPSHOT_VFS = 0.65
+SNAPSHOT_OVER_EMPTY = 0.3
 # "Well below the reference": a snapshot of a task that needs scripts keeps at most half of
 # the reference's IFS (measured: 0 to 0.2 where the judge is right).
 SNAPSHOT_IFS_GAP = 0.5
@@ -84,10 +89,13 @@ def test_empty_page_scores_nothing(scored, key):
 
 @pytest.mark.parametrize("key", [case("snapshot-vfs", key) for key in calibration_task_keys()])
 def test_snapshot_keeps_the_look(scored, key):
-    """The scripts-stripped snapshot keeps a high VFS, far above the empty page's."""
+    """The scripts-stripped snapshot keeps the look where it is the reference (its Load checkpoint),
+    and its task VFS stays far above the empty page's."""
     snapshot, empty = scored["snapshot"]["tasks"][key], scored["empty"]["tasks"][key]
-    assert snapshot["vfs"] >= SNAPSHOT_VFS, snapshot["vfs"]
-    assert snapshot["vfs"] > empty["vfs"] + 0.3, (snapshot["vfs"], empty["vfs"])
+    load = snapshot["steps"][0]
+    assert load["type"] == "Load" and load["visual"], load
+    assert load["visual"]["overall"] >= SNAPSHOT_VFS, load["visual"]
+    assert snapshot["vfs"] > empty["vfs"] + SNAPSHOT_OVER_EMPTY, (snapshot["vfs"], empty["vfs"])
 
 
 @pytest.mark.parametrize("key", [case("snapshot-ifs", key) for key in calibration_task_keys()])
