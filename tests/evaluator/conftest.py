@@ -1,4 +1,5 @@
-"""Helpers shared by the visual-metric tests: rendered page-like pictures and a Tesseract-run counter."""
+"""Helpers shared by the evaluator tests: one browser per test module, rendered page-like pictures for the
+visual-metric tests and a Tesseract-run counter."""
 
 from pathlib import Path
 
@@ -55,3 +56,12 @@ def tesseract_runs(monkeypatch):
 
     monkeypatch.setattr(ocr, "_run_tesseract", run)
     return calls
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium (the evaluator's own launch, sandbox and settings) for a test module."""
+    from evaluator.browser import launch
+
+    with launch() as running:
+        yield running

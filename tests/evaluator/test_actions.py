@@ -11,14 +11,6 @@ from tests.evaluator.pages import Act, open_page
 browser_test = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
 def act(page, action: Act) -> tuple[bool, str]:
     """Find the target (Click/Type) and perform, as the replay does."""
     return perform(page, action, find_target(page, action))

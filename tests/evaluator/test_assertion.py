@@ -19,14 +19,6 @@ from tests.evaluator.pages import Act, open_page
 browser_test = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
 def state(text: str, **extra) -> PageState:
     return PageState(url="http://iwr.test/", text=text, blocks=[{"text": text}], **extra)
 

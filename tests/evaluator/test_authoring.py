@@ -124,14 +124,6 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
 # --------------------------------------------------------------------------- scripts
 
 

@@ -11,18 +11,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.browser import launch
 from evaluator.page_session import JsonPage, SiteMap, content_type, page_session
 
 pytestmark = pytest.mark.browser
 
 W, H = 480, 320
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launch() as b:
-        yield b
 
 
 def make_site(root: Path, html: str, files: dict[str, bytes | str] | None = None,

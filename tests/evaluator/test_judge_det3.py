@@ -21,14 +21,6 @@ DET3 = get_protocol("iwr-det-3").params
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def pictures_page(browser):
     with open_page(browser, "pictures.html") as page:
         yield page

@@ -55,14 +55,6 @@ def test_iwr_det_3_reads_bars_dots_and_menu_ids_as_one_glyph():
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def menus_page(browser):
     with open_page(browser, "menus.html") as page:
         yield page

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluator.browser import launch
 from evaluator.dataset import load_dataset
 from evaluator.protocols import get_protocol
 from evaluator.replay import TaskRun, replay_task
@@ -36,12 +35,6 @@ GOOD_PAGE = """<!doctype html><html><body style="height: 3000px; font-family: sa
 def task_record(task_id: str) -> dict:
     return record(task_id, action_sequence=ACTIONS, recording_details={"resolution": "640x400",
                                                                        "environment": "desktop"})
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launch() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

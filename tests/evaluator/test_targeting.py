@@ -19,14 +19,6 @@ browser_test = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from evaluator.browser import launch
-
-    with launch() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def targeting_page(browser):
     with open_page(browser, "targeting.html") as page:
         yield page
