@@ -343,6 +343,25 @@ _DET4_ASSERTION = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
+# after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
+# them off before it reads a given section over the default's settings (a section that names one keeps it).
+# ---------------------------------------------------------------------------
+
+VISUAL_LATER_OFF = {"textless_terms": False}
+
+_DET5_VISUAL = {
+    **_DET_VISUAL,
+    "textless_terms": (True, "Where neither screenshot shows any text (no OCR text, no text block), the text "
+                             "terms compare nothing: OCR similarity, elements and content would each be 1 by "
+                             "the formula, and so would the text half of layout and the text-block half of "
+                             "style. On a page of cards and coloured marks without words (MixItUp's filter "
+                             "demos) an empty page scored VFS 0.55 and Final 0.165 that way. These terms drop "
+                             "out and the others carry their weights: low level is the global similarity, "
+                             "layout the component overlap, style the palette part."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-official: the paper's judge through an OpenAI-compatible endpoint (evaluator.official):
 # LLM grounding, assertion judge and visual rubric through the judge relay, EasyOCR and DINOv2
 # from the optional environment. Also the label of the paper's own published results.
@@ -425,10 +444,10 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-4 since the
-# broadened calibration of 2026-12-05 showed it better than iwr-det-3 on the tuning half and equal on the
-# held-out half; iwr-det-3 had replaced iwr-det-2 on 2026-12-04); an earlier version is kept under its
-# full name so that its stored scores can still be read and reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-5 since it
+# held one more relation than iwr-det-4 on each half of the broadened calibration of 2026-12-05, all else
+# equal; iwr-det-4 had replaced iwr-det-3 the same day, iwr-det-3 iwr-det-2 on 2026-12-04); an earlier
+# version is kept under its full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -450,7 +469,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET3_TARGETING, "assertion": _DET3_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-4": Protocol(
         name="iwr-det",
         version="4",
         description="iwr-det-3 with the mechanisms found on the broadened tuning half: bars, dots "
@@ -459,6 +478,15 @@ PROTOCOLS: dict[str, Protocol] = {
                     "assertion, words changed unlike the reference's fail. No LLM, no model weights.",
         sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="5",
+        description="iwr-det-4 with textless checkpoints judged by their look: where neither screenshot shows "
+                    "text, the text terms of the visual score drop out instead of counting as a perfect match. "
+                    "No LLM, no model weights.",
+        sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(
         name="iwr-official",

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from evaluator.protocols import get_protocol
+from evaluator.protocols import VISUAL_LATER_OFF, get_protocol
 
 ImageLike = Image.Image | str | Path | bytes
 
@@ -76,12 +76,15 @@ _KEYS: dict[int, tuple[weakref.ref, str]] = {}  # id of a live picture -> (weak 
 
 
 def visual_params(params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The visual parameters to use: the default protocol's, overridden by ``params``.
+    """The visual parameters to use: the default protocol's, or ``params`` read over them.
 
     ``params`` may be a protocol's whole ``params`` (its ``visual`` section is used) or the
-    visual section itself, possibly partial.
+    visual section itself, possibly partial. A setting added after iwr-det-4 (``VISUAL_LATER_OFF``)
+    is off unless ``params`` names it, so an earlier version's section scores as that version did
+    whichever version is the default.
     """
     merged = get_protocol().params["visual"]
     if params:
+        merged.update(VISUAL_LATER_OFF)
         merged.update(params.get("visual", params))
     return merged

@@ -47,6 +47,7 @@ from evaluator.metrics.visual import Canvas, common_canvas, resize, scaled_size
 RGB = tuple[int, int, int]
 BoxF = tuple[float, float, float, float]  # x, y, width, height in pixels
 SUB_SCORES = ("layout", "elements", "content", "style", "overall")
+TEXT_SUB_SCORES = ("elements", "content")  # compare text blocks only: nothing to compare without text
 _FINE = 4  # pixels per layout cell side when finding components: thin strokes still show
 _DISTINCT_LEVELS = 6  # text differs from its background by more than 6 of 32 levels (48 of 256) in a channel
 
@@ -320,18 +321,21 @@ def shared_content(ref: list[Block], matches: list[tuple[int, int, float]], comp
 
 
 def style_score(small: Canvas, ref: list[Block], gen: list[Block], matches: list[tuple[int, int, float]],
-                settings: dict) -> float:
+                settings: dict, textless: bool = False) -> float:
     """Mean of paired-block colour similarity (text and background) and palette similarity
-    (palettes taken from ``small``, the canvas at layout resolution)."""
+    (palettes taken from ``small``, the canvas at layout resolution); the palette similarity alone
+    where ``textless`` (no block on either side to pair)."""
     scale = float(settings["colour_scale"])
+    size = int(settings["palette_size"])
+    palette_part = palette_similarity(palette(small.a, size), palette(small.b, size), scale)
+    if textless:
+        return palette_part
     if matches:
         ref_cols = [c for r, _, _ in matches for c in (ref[r].color, ref[r].bg)]
         gen_cols = [c for _, g, _ in matches for c in (gen[g].color, gen[g].bg)]
         block_part = float(np.mean(colour_similarity(ref_cols, gen_cols, scale)))
     else:
         block_part = 1.0 if not ref and not gen else 0.0
-    size = int(settings["palette_size"])
-    palette_part = palette_similarity(palette(small.a, size), palette(small.b, size), scale)
     return 0.5 * block_part + 0.5 * palette_part
 
 
@@ -435,16 +439,19 @@ def compare_blocks(canvas: Canvas, ref: list[Block], gen: list[Block],
     grid_w, grid_h = layout_grid(canvas, settings)
     small = canvas.resized((grid_w * _FINE, grid_h * _FINE))
     text_overlap, component_overlap = layout_overlaps(canvas, small, ref, gen, settings)
+    # textless_terms: with no text block on either side, the text terms compare nothing; they drop out.
+    textless = bool(settings.get("textless_terms", False)) and not ref and not gen
     scores = {
-        "layout": 0.5 * text_overlap + 0.5 * component_overlap,
+        "layout": component_overlap if textless else 0.5 * text_overlap + 0.5 * component_overlap,
         "elements": elements_score(ref, gen, matches, *sizes),
         "content": content_score(ref, gen),
-        "style": style_score(small, ref, gen, matches, settings),
+        "style": style_score(small, ref, gen, matches, settings, textless),
         "overall": overall_score(canvas, settings),
     }
     shared = shared_content(ref, matches, component_overlap)
     for key in _gated(settings):
         scores[key] *= shared
     weights = settings["block_weights"]
-    scores["total"] = sum(weights[k] * scores[k] for k in SUB_SCORES) / sum(weights[k] for k in SUB_SCORES)
+    counted = [k for k in SUB_SCORES if not (textless and k in TEXT_SUB_SCORES)]
+    scores["total"] = sum(weights[k] * scores[k] for k in counted) / sum(weights[k] for k in counted)
     return {k: min(1.0, max(0.0, float(v))) for k, v in scores.items()}

@@ -30,12 +30,16 @@ def score_checkpoint(ref_png: ImageLike, gen_png: ImageLike, params: dict | None
     """
     settings = visual_params(params)
     ref, gen = load_image(ref_png), load_image(gen_png)
-    ocr = ocr_similarity(ref_text if ref_text is not None else ocr_text(ref, settings, cache),
-                         gen_text if gen_text is not None else ocr_text(gen, settings, cache))
+    texts = (ref_text if ref_text is not None else ocr_text(ref, settings, cache),
+             gen_text if gen_text is not None else ocr_text(gen, settings, cache))
+    ocr = ocr_similarity(*texts)
     canvas = common_canvas(ref, gen, int(settings["global_long_side"]), settings["pad_rgb"])
     glob = canvas_similarity(canvas, int(settings["histogram_bins"]), float(settings["global_min_content"]))
     ref_b, gen_b = pair_blocks(ref, gen, ref_blocks, gen_blocks, settings, cache)
     blocks = compare_blocks(canvas, ref_b, gen_b, (ref.size, gen.size), settings)
-    scores = {"ocr": ocr, "global": glob, "low_level": 0.5 * ocr + 0.5 * glob, "high_level": blocks.pop("total")}
+    # textless_terms: with no text on either screenshot the OCR term compares nothing and drops out.
+    textless = settings.get("textless_terms", False) and not any(text.strip() for text in texts)
+    low = glob if textless else 0.5 * ocr + 0.5 * glob
+    scores = {"ocr": ocr, "global": glob, "low_level": low, "high_level": blocks.pop("total")}
     scores.update(blocks)
     return scores

@@ -115,3 +115,48 @@ def test_it_degrades_gracefully_as_the_page_shifts():
     other = score_checkpoint(render_page(), render_page(["Quarterly revenue", "Open tickets"], header=(30, 30, 30)),
                              cache=SHARED)
     assert other["high_level"] < results[1]["high_level"] - 0.3
+
+
+def _cards(shift: int = 0, colours=((94, 205, 222), (143, 227, 200), (215, 150, 170))) -> Image.Image:
+    """A page without a word: a dark toolbar with coloured marks and cards with coloured edges."""
+    from PIL import ImageDraw
+
+    img = Image.new("RGB", (1280, 720), (242, 242, 242))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle([0, 0, 1280, 75], fill=(51, 51, 51))
+    for i, colour in enumerate(colours):
+        draw.rectangle([30 + 45 * i, 30, 44 + 45 * i, 44], fill=colour)
+        x = 16 + 316 * i + shift
+        draw.rectangle([x, 91, x + 300, 276], fill=(255, 255, 255))
+        draw.rectangle([x, 91, x + 300, 99], fill=colour)
+    return img
+
+
+def test_textless_terms_drop_out_where_neither_screenshot_has_text():
+    """Where neither screenshot shows text, iwr-det-5 judges by the look alone: a blank page scores 0 on
+    both levels, where iwr-det-4 gave it 0.5 and 0.6 for text terms that compared nothing; the page itself
+    still scores 1, and a slightly moved copy keeps most of it."""
+    from evaluator.protocols import get_protocol
+
+    det4, det5 = (get_protocol(name).params["visual"] for name in ("iwr-det-4", "iwr-det-5"))
+    ref, blank = _cards(), Image.new("RGB", (1280, 720), (255, 255, 255))
+    old = score_checkpoint(ref, blank, det4, cache=SHARED)
+    assert (old["ocr"], old["content"], old["elements"]) == (1.0, 1.0, 1.0)  # vacuous: nothing to read on either
+    assert (old["low_level"], old["high_level"]) == (0.5, pytest.approx(0.6))
+    new = score_checkpoint(ref, blank, det5, cache=SHARED)
+    assert (new["low_level"], new["high_level"]) == (0.0, 0.0), new
+    assert all(v == 1.0 for v in score_checkpoint(ref, _cards(), det5, cache=SHARED).values())
+    moved = score_checkpoint(ref, _cards(shift=8), det5, cache=SHARED)
+    recoloured = score_checkpoint(ref, _cards(colours=((200, 60, 60),) * 3), det5, cache=SHARED)
+    assert 0.6 < moved["high_level"] < 1.0 and recoloured["high_level"] < moved["high_level"], (moved, recoloured)
+
+
+def test_textless_terms_leave_a_checkpoint_with_text_alone():
+    """With text on either side nothing changes: a worded page scores as under iwr-det-4, and so does a
+    worded page against a textless reference (its words are extra)."""
+    from evaluator.protocols import get_protocol
+
+    det4, det5 = (get_protocol(name).params["visual"] for name in ("iwr-det-4", "iwr-det-5"))
+    for ref, gen in ((render_page(), render_page(dx=12)), (render_page(), Image.new("RGB", (1280, 720), "white")),
+                     (_cards(), render_page())):
+        assert score_checkpoint(ref, gen, det5, cache=SHARED) == score_checkpoint(ref, gen, det4, cache=SHARED)

@@ -14,15 +14,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-2": "5e057986a1bae5e9",
     "iwr-det-3": "6d7b699ab02ce8b8",
     "iwr-det-4": "43b4d408fa91724d",
+    "iwr-det-5": "8969b8e229bbe3b6",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_4():
-    """The default protocol is iwr-det, version 4; versions 2 and 3 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_5():
+    """The default protocol is iwr-det, version 5; versions 2 to 4 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "4", "iwr-det-4")
-    assert get_protocol("iwr-det-2").version == "2" and get_protocol("iwr-det-3").version == "3"
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "5", "iwr-det-5")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "234"] == ["2", "3", "4"]
     assert not protocol.requires_llm
 
 
@@ -39,12 +40,28 @@ def test_iwr_det_3_is_iwr_det_2_plus_named_fixes():
 def test_iwr_det_4_is_iwr_det_3_plus_named_fixes():
     """iwr-det-4 keeps every iwr-det-3 value and only adds the broadened tuning half's fixes."""
     old, new = get_protocol("iwr-det-3"), get_protocol("iwr-det-4")
-    assert (new.name, new.version) == ("iwr-det", "4") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "4")
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
     assert added == {("targeting", "glyph_shapes"), ("targeting", "colour_words"),
                      ("assertion", "unphrased_text_delta")}
+
+
+def test_iwr_det_5_is_iwr_det_4_plus_textless_terms():
+    """iwr-det-5 keeps every iwr-det-4 value and adds one visual setting, which earlier versions read as off."""
+    from evaluator.metrics import visual_params
+    from evaluator.protocols import VISUAL_LATER_OFF
+
+    old, new = get_protocol("iwr-det-4"), get_protocol("iwr-det-5")
+    assert (new.name, new.version) == ("iwr-det", "5") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    assert added == {("visual", "textless_terms")} and set(VISUAL_LATER_OFF) == {"textless_terms"}
+    assert visual_params()["textless_terms"] is True
+    assert visual_params(new.params["visual"])["textless_terms"] is True
+    assert visual_params(old.params["visual"])["textless_terms"] is False  # not the default's value
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -105,15 +122,16 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-4 finds its protocol."""
-    assert get_protocol("iwr-det-4") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-5 finds its protocol."""
+    assert get_protocol("iwr-det-5") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-4") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-3") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-2") is not get_protocol("iwr-det")
 
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-official"):
+    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-official"):
         get_protocol("iwr-llm")
 
 

@@ -96,7 +96,7 @@ def test_it_gives_generic_clickables_a_role_of_their_own():
 def test_params_cover_the_protocol_sections_exactly():
     """Every key of the newest iwr-det's targeting and assertion sections is a known parameter and vice
     versa; the defaults are iwr-det-2's values (so a stored iwr-det-2 score keeps its meaning)."""
-    params = get_protocol("iwr-det-4").params
+    params = get_protocol("iwr-det").params
     assert set(params["targeting"]) == {f.name for f in dataclasses.fields(TargetingParams)}
     assert set(params["assertion"]) == {f.name for f in dataclasses.fields(AssertionParams)}
     assert TargetingParams.from_dict(get_protocol("iwr-det-2").params) == TargetingParams()
