@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import pytest
 
+from evaluator.scoring import FINAL_IFS_WEIGHT
 from tests.evaluator.calibration import runs
 from tests.evaluator.calibration.build import shared_workspace
 from tests.evaluator.calibration.expectations import (
     KNOWN_UNREPEATABLE_ISSUE_14,
     calibration_task_keys,
     case,
+    empty_bound,
     first_failure,
     needs_scripts,
     reference_case,
@@ -74,17 +76,18 @@ def test_reference_page_scores_at_the_top(scored, key):
 
 
 @pytest.mark.parametrize("key", [case("empty-ifs", key) for key in calibration_task_keys()])
-def test_empty_page_passes_no_action(scored, key):
-    """An empty page passes no action: IFS 0."""
+def test_empty_page_passes_no_action(scored, workspace, key):
+    """An empty page passes no action (IFS 0) but the leading key presses the reference did not react to."""
     result = scored["empty"]["tasks"][key]
-    assert result["ifs"] == 0.0 and result["steps_passed"] == 0, first_failure(result)
+    assert result["ifs"] <= empty_bound(workspace.dataset.task(key)) + EPS, first_failure(result)
 
 
 @pytest.mark.parametrize("key", [case("empty-final", key) for key in calibration_task_keys()])
-def test_empty_page_scores_nothing(scored, key):
-    """An empty page scores Final <= 0.05."""
+def test_empty_page_scores_nothing(scored, workspace, key):
+    """An empty page scores Final <= 0.05, beyond what those key presses give."""
     result = scored["empty"]["tasks"][key]
-    assert result["final"] <= EMPTY_FINAL, f"final {result['final']:.3f} (vfs {result['vfs']:.3f})"
+    bound = EMPTY_FINAL + FINAL_IFS_WEIGHT * empty_bound(workspace.dataset.task(key))
+    assert result["final"] <= bound + EPS, f"final {result['final']:.3f} (vfs {result['vfs']:.3f})"
 
 
 @pytest.mark.parametrize("key", [case("snapshot-vfs", key) for key in calibration_task_keys()])

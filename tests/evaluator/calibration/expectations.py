@@ -3,7 +3,11 @@
 A page without scripts can still do what the browser does on its own: hold typed text
 and scroll. So a scripts-stripped snapshot may pass a task's leading Type and Scroll
 actions and nothing after them, and a page that only lists texts may pass its leading
-unchecked Scroll actions (a long list scrolls). Everything else needs the page's code.
+unchecked Scroll actions (a long list scrolls). Everything else needs the page's code,
+except an action the reference itself did not react to (its two checkpoints the same: a
+game's move that moved nothing): a page that does nothing there does what the reference did,
+as the step-level truth says (tests/evaluator/calibration/truth.py). Such a leading action
+counts for the snapshot, and for the empty page when it needs no element (a key press).
 
 ``KNOWN_GAPS`` lists the checks the judge fails today, each with the evidence seen; the
 tests mark them as strict expected failures, so a fix turns them into reported passes
@@ -40,8 +44,34 @@ def todomvc_task_keys() -> list[str]:
 
 
 def static_bound(task) -> float:
-    """IFS a page without scripts can reach: its leading run of Type / Scroll actions."""
-    return _leading(task, lambda a: a.type in STATIC_ACTIONS) / len(task.actions)
+    """IFS a page without scripts can reach: its leading run of Type / Scroll actions and of actions
+    the reference did not react to."""
+    idle = reference_idle(task)
+    return _leading(task, lambda a: a.type in STATIC_ACTIONS or idle[task.actions.index(a)]) / len(task.actions)
+
+
+def empty_bound(task) -> float:
+    """IFS an empty page can reach: its leading run of key presses the reference did not react to."""
+    idle = reference_idle(task)
+    return _leading(task, lambda a: a.type == "Press" and idle[task.actions.index(a)]) / len(task.actions)
+
+
+def reference_idle(task) -> list[bool]:
+    """Per action: the reference's checkpoints before and after it are known to be the same: no word and
+    no scroll changed, and both screenshots exist and differ in at most the share of pixels the default
+    protocol calls the same (an action without screenshots is not known to be idle)."""
+    from evaluator.agents.params import AssertionParams
+    from evaluator.judges.reference import reference_delta
+    from evaluator.protocols import get_protocol
+
+    same = AssertionParams.from_dict(get_protocol().params).reference_same_fraction
+    idle = []
+    for k in range(1, len(task.actions) + 1):
+        delta = reference_delta(task, k)
+        pixels = (delta.detail or {}).get("pixel_fraction")
+        idle.append(delta.changed is False and not (delta.added or delta.removed or delta.scrolled)
+                    and pixels is not None and pixels <= same)
+    return idle
 
 
 def scroll_allowance(task) -> float:
@@ -64,10 +94,17 @@ def _leading(task, test) -> int:
 
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    # Seen with IWR_CALIBRATION=full (2026-12-05, iwr-det-5); the step-level truth names the step the judge missed.
+    ("snapshot-ifs", "glider-carousel-phone"): "issue 14 (tuning half): the snapshot passes 'Tap the double right "
+        "arrow' (IFS 0.1), where the truth says it does not slide the carousel (step 1); the judge stops at step 2",
+    ("snapshot-ifs", "owl-center-phone"): "issue 14 (held-out half): the reference page itself passes only its "
+        "leading Scroll (IFS 0.125), so the snapshot's equal IFS is not below half of it",
+    ("snapshot-ifs", "gumshoe-scrollspy-nav"): "issue 14 (held-out half): the snapshot passes every step (IFS 1.0): "
+        "its in-page links scroll without scripts, and the unmoved highlight is not caught; the truth says step 1",
 }
 
 # Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
-# (the default protocol, iwr-det-4) does not pass in full, with the IFS it measured
+# (the default protocol, iwr-det-5; iwr-det-4 the same) does not pass in full, with the IFS it measured
 # (`python -m tests.evaluator.calibration.report --half tuning|held_out`, 2026-12-05). The first four
 # are in the held-out half, which is measured and never tuned on; mixitup-remove-cards is in the tuning
 # half ("the small ring button", a filter button drawn as an outlined square, matches no description
@@ -84,7 +121,10 @@ KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
 # mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time);
 # impress-keyboard-tour gave VFS 0.99999997 in the evaluator container and 0.9999942 on the host in one
 # run at load 15 (its slides move by 3D CSS transitions; the steps agreed).
-KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter", "impress-keyboard-tour"})
+# fomantic-dropdown-select (held-out) gave a different reference record in one of two repeat runs of the whole
+# corpus, with the site's worker scoring beside it (2026-12-05); the next whole run repeated.
+KNOWN_UNREPEATABLE_ISSUE_14: frozenset[str] = frozenset({"mixitup-color-filter", "impress-keyboard-tour",
+                                                         "fomantic-dropdown-select"})
 
 
 def reference_case(key: str):
