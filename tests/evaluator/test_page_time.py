@@ -14,7 +14,7 @@ import pytest
 
 from evaluator.page_session import FIXED_TIME_S, page_session
 from evaluator.protocols import get_protocol
-from tests.evaluator.test_browser import browser, make_site  # noqa: F401 - the module's browser fixture
+from tests.evaluator.test_browser import make_site
 
 pytestmark = pytest.mark.browser
 
