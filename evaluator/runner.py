@@ -86,7 +86,8 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
 
     out_dir = Path(out_dir)
     proto = _protocol(protocol, configured=official is not None)
-    warm = _Pool.standing(proto.full_name, _worker_count(workers, STANDBY_TASKS)) if standby else None
+    official_job = official is not None
+    warm = _Pool.standing(proto.full_name, _worker_count(workers, STANDBY_TASKS, official_job)) if standby else None
     try:
         if warm is not None:
             given = standby()
@@ -101,7 +102,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
         job = Job(Path(data_path).resolve(), out_dir.resolve(), proto.full_name,
                   {k: str(p) for k, p in bundle.pages.items()}, str(ocr_cache_dir) if ocr_cache_dir else None,
                   record_video, dict(limits or {}), official, profile)
-        workers = _worker_count(workers, len(tasks))
+        workers = _worker_count(workers, len(tasks), official_job)
         results, engines = _run_all(job, tasks, workers, progress, warm)
     finally:
         if warm is not None:
@@ -169,8 +170,10 @@ def _bundle(bundle_path: Path, out_dir: Path, tasks):
         raise JobError(str(exc)) from None
 
 
-def _worker_count(workers: int | None, n_tasks: int) -> int:
-    wanted = workers if workers and workers > 0 else (os.cpu_count() or 1)
+def _worker_count(workers: int | None, n_tasks: int, official: bool = False) -> int:
+    from evaluator.capacity import default_workers
+
+    wanted = workers if workers and workers > 0 else default_workers(official=official)
     return max(1, min(wanted, n_tasks))
 
 

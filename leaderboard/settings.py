@@ -281,7 +281,8 @@ EVALUATION_FAIRNESS_WINDOW_SECONDS = env.get_int("IWR_FAIRNESS_WINDOW_SECONDS", 
 # "<this python> -m evaluator") and the process sandbox it is asked to use (--sandbox).
 EVALUATOR_COMMAND = env.get_str("IWR_EVALUATOR_COMMAND", "")
 # Sandbox: bubblewrap | none | container; empty = the evaluator's default (bubblewrap).
-# Workers: parallel browser processes per job; 0 = one per CPU core.
+# Workers: parallel browser processes per job; 0 = the evaluator's default (evaluator/capacity.py: two per
+# usable core, as a container's memory limit allows).
 EVALUATOR_SANDBOX = env.get_choice("IWR_EVALUATOR_SANDBOX", "", ("", "bubblewrap", "none", "container"))
 EVALUATOR_WORKERS = env.get_int("IWR_EVALUATOR_WORKERS", 0, minimum=0)
 # Further `score` options as shell words, e.g. "--ocr-cache /srv/iwr/ocr-cache" or "--no-video".

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script from anywhere
+
+from evaluator.capacity import default_workers  # noqa: E402  (the same default as the evaluator's)
 
 SCRIPTS = REPO / "evaluator" / "sample" / "tasks"
 FRAME_JS = "() => new Promise(done => requestAnimationFrame(() => done()))"
@@ -105,12 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, type=Path, help="the task set's data.jsonl")
     parser.add_argument("--bundle", required=True, type=Path, help="bundle folder (<id>/index.html)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
-    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="worker processes (default: one per core)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: the evaluator's own default, evaluator/capacity.py)")
     args = parser.parse_args(argv)
     jobs = _jobs(args.data, args.bundle, args.out)
     context = multiprocessing.get_context("spawn")
     jobs_queue, results_queue = context.Queue(), context.Queue()
-    n_workers = max(1, min(args.workers, len(jobs)))
+    n_workers = max(1, min(args.workers or default_workers(), len(jobs)))
     for job in [*jobs, *[None] * n_workers]:
         jobs_queue.put(job)
     workers = [context.Process(target=worker, args=(jobs_queue, results_queue)) for _ in range(n_workers)]

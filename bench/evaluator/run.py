@@ -8,9 +8,9 @@ machine load hits all three; the fastest round counts (``--median`` for the medi
     python bench/evaluator/run.py [--rounds 3] [--median] [--workers N] [--video] [--cold-ocr] [--out DIR]
 
 - evaluator: ``python -m evaluator score --no-video`` (bubblewrap sandbox, ``--workers``,
-  default one per core), as the leaderboard runs it: with ``--ocr-cache``, so the reference
-  checkpoints' OCR, the same for every submission, is read once (an untimed first run per split)
-  and kept; ``--cold-ocr`` measures without it (every run reads every screenshot).
+  default two per usable core, evaluator/capacity.py), as the leaderboard runs it: with
+  ``--ocr-cache``, so the reference checkpoints' OCR, the same for every submission, is read
+  once (an untimed first run per split) and kept; ``--cold-ocr`` measures without it (every run reads every screenshot).
 - floor: ``bench/evaluator/floor.py``: only what any judge must do, in the same browser with the
   same number of workers: per task a fresh context and the page loaded offline; per action, the
   action by its known selector, one animation frame, a viewport screenshot.
@@ -36,6 +36,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # run as a script from anywhere
+
+from evaluator.capacity import default_workers  # noqa: E402  (what the evaluator and the floor run)
+
 NAIVE = Path(__file__).resolve().parent / "naive.py"
 FLOOR = Path(__file__).resolve().parent / "floor.py"
 SPLITS = ("dev", "test")
@@ -71,7 +76,7 @@ def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="whole-process runs of each harness")
     parser.add_argument("--median", action="store_true", help="report the median round, not the fastest")
-    parser.add_argument("--workers", type=int, default=None, help="evaluator workers (default: one per core)")
+    parser.add_argument("--workers", type=int, default=None, help="evaluator workers (default: two per usable core)")
     parser.add_argument("--video", action="store_true", help="let the evaluator record replay videos too")
     parser.add_argument("--cold-ocr", action="store_true",
                         help="no reference OCR cache between runs: every run reads every screenshot")
@@ -196,7 +201,7 @@ def _report(rounds: list[dict], args) -> dict:
     return {
         "command": "python bench/evaluator/run.py " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
-        "workers": args.workers or os.cpu_count(), "video": args.video, "reference_ocr_cache": not args.cold_ocr,
+        "workers": args.workers or default_workers(), "video": args.video, "reference_ocr_cache": not args.cold_ocr,
         "round_chosen": "median" if args.median else "fastest",
         "rounds": rounds, "chosen": chosen,
         "floor_ratio": floor_ratio, "speedup": speedup,

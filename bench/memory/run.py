@@ -1,12 +1,13 @@
 """Peak resident memory, whole process trees: a scoring job, and the web process during an upload.
 
     .venv/bin/python bench/memory/run.py [--runs 3] [--sizes 20,200] [--skip-scoring] [--skip-upload]
-                                         [--json FILE]
+                                         [--workers 2,4] [--json FILE]
 
 - **scoring**: one job as the worker runs it (``python -m evaluator score --no-video`` on the
-  sample benchmark's dev split with its reference pages: the bubblewrap sandbox, one worker per
-  core, Chromium per worker). The whole tree below the command (sandbox, evaluator workers,
-  Playwright drivers, every Chromium process) is sampled.
+  sample benchmark's dev split with its reference pages: the bubblewrap sandbox, the
+  evaluator's default workers or each of ``--workers 2,4``, Chromium per worker). The whole
+  tree below the command (sandbox, evaluator workers, Playwright drivers, every Chromium
+  process) is sampled.
 - **upload**: the site under gunicorn (one sync worker, production settings, SQLite in a
   temporary data folder, the sample's dev tasks imported), a verified researcher posting a bundle
   of ``--sizes`` MB (just under: the limit is 200 MB) to ``/api/v1/submissions/`` with an API
@@ -114,7 +115,7 @@ class Sampler(threading.Thread):
 # --------------------------------------------------------------------------- scoring
 
 
-def scoring_run(work: Path, interval: float) -> dict:
+def scoring_run(work: Path, interval: float, workers: int | None = None) -> dict:
     from run import _reference_bundle  # bench/evaluator/run.py: the split's original pages as a bundle
 
     data = REPO / "var" / "benchmark" / "dev" / "data.jsonl"
@@ -124,7 +125,7 @@ def scoring_run(work: Path, interval: float) -> dict:
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-m", "evaluator", "score", "--data", str(data), "--bundle", str(bundle),
-               "--out", str(out), "--no-video"]
+               "--out", str(out), "--no-video", *(["--workers", str(workers)] if workers else [])]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "OMP_THREAD_LIMIT": "1"},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -134,8 +135,9 @@ def scoring_run(work: Path, interval: float) -> dict:
     peak = sampler.stop()
     if process.returncode != 0:
         raise SystemExit(f"evaluator score exited {process.returncode}: {stderr.strip()[-800:]}")
-    tasks = json.loads((out / "results.json").read_text())["tasks"]
-    return {**peak, "seconds": round(time.monotonic() - started, 1), "tasks": len(tasks)}
+    results = json.loads((out / "results.json").read_text())
+    return {**peak, "seconds": round(time.monotonic() - started, 1), "tasks": len(results["tasks"]),
+            "workers": json.loads((out / "job.json").read_text())["workers"]}
 
 
 # --------------------------------------------------------------------------- upload
@@ -262,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=8896)
     parser.add_argument("--skip-scoring", action="store_true")
     parser.add_argument("--skip-upload", action="store_true")
+    parser.add_argument("--workers", default="",
+                        help="comma-separated scoring worker counts to measure each (default: the evaluator's default)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     report = {"command": "bench/memory/run.py " + " ".join(sys.argv[1:]), "load_avg_before": os.getloadavg()}
@@ -277,9 +281,17 @@ def main(argv=None) -> int:
                 report["upload"][f"{megabytes} MB"] = {"median": medians(runs), "runs": runs}
                 print(f"upload {megabytes:>4} MB (medians of {args.runs}): {medians(runs)}")
         if not args.skip_scoring:
-            runs = [scoring_run(work, args.interval) for _ in range(args.runs)]
-            report["scoring"] = {"median": medians(runs), "runs": runs}
-            print(f"scoring job, dev split, reference pages (medians of {args.runs}): {report['scoring']['median']}")
+            counts = [int(n) for n in args.workers.split(",") if n.strip()] or [None]
+            runs: dict = {count: [] for count in counts}
+            for _ in range(args.runs):  # the counts alternate, so a change in load hits every count
+                for count in counts:
+                    runs[count].append(scoring_run(work, args.interval, count))
+            report["scoring"] = {}
+            for count, measured in runs.items():
+                label = f"{count} workers" if count else "default workers"
+                report["scoring"][label] = {"median": medians(measured), "runs": measured}
+                print(f"scoring job, dev split, reference pages, {label} (medians of {args.runs}): "
+                      f"{medians(measured)}")
     report["load_avg_after"] = os.getloadavg()
     print(f"load average before {report['load_avg_before']}, after {report['load_avg_after']}")
     if args.json:

@@ -39,7 +39,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tasks", default=DEFAULT_TASKS, help="comma-separated task ids of the dev split")
-    parser.add_argument("--workers", type=int, default=None, help="evaluator workers (default: one per core)")
+    parser.add_argument("--workers", type=int, default=None, help="evaluator workers (default: two per usable core)")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds the standby waits before its job")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()

@@ -11,7 +11,6 @@ job's (:mod:`evaluator.container`).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ def register(subparsers) -> None:
     parser.add_argument("--dir", required=True, type=Path, help="the cache folder (created)")
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all)")
     parser.add_argument("--protocol", default="iwr-det", help="scoring protocol whose OCR settings apply")
-    parser.add_argument("--workers", type=int, default=None, help="parallel readers (default: CPU count)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel readers (default: one per usable core)")
     parser.add_argument("--time-limit", type=float, default=None,
                         help="start no new picture after this many seconds (the rest waits for the next fill)")
     parser.set_defaults(func=run)
@@ -48,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def fill(data: Path, directory: Path, protocol: str = "iwr-det", task_keys: list[str] | None = None,
          workers: int | None = None, time_limit: float | None = None) -> tuple[int, int]:
     """Read the reference checkpoints of ``data`` into ``directory``; returns (read now, checkpoints)."""
+    from evaluator.capacity import usable_cpus
     from evaluator.dataset import load_dataset
     from evaluator.metrics import visual_params
     from evaluator.metrics.ocr import OcrCache
@@ -58,7 +58,7 @@ def fill(data: Path, directory: Path, protocol: str = "iwr-det", task_keys: list
     params = visual_params(protocol_params.get("visual"))  # as the replay reads references
     images = reference_checkpoints(dataset, task_keys)
     deadline = time.monotonic() + time_limit if time_limit else None
-    read = OcrCache(directory=directory).fill(images, params, workers or os.cpu_count() or 1, deadline)
+    read = OcrCache(directory=directory).fill(images, params, workers or int(usable_cpus()), deadline)
     _keep_pixel_changes(dataset, task_keys, protocol_params, directory, deadline)
     return read, len(images)
 

@@ -37,7 +37,8 @@ def register(subparsers) -> None:
     parser.add_argument("--out", required=True, type=Path, help="output folder (created)")
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all)")
     parser.add_argument("--protocol", default="iwr-det", help="scoring protocol (default: iwr-det)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel workers (default: two per usable core, as memory allows)")
     parser.add_argument("--sandbox", choices=("bubblewrap", "none", "container"),
                         default=os.environ.get("IWR_SANDBOX", "bubblewrap"),
                         help="process sandbox for the job (default: $IWR_SANDBOX or bubblewrap)")
@@ -322,7 +323,9 @@ def _job_limits(args: argparse.Namespace):
         limits = get_protocol(args.protocol).params.get("limits", {})
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    workers = args.workers or os.cpu_count() or 1
+    from evaluator.capacity import default_workers
+
+    workers = args.workers or default_workers(official=_is_official(args.protocol))
     time_s = args.time_limit or float(limits.get("job_timeout_s", 3600))
     memory = args.memory_limit_mb or int(limits.get("job_memory_mb_per_worker", 3072)) * workers + 1024
     return JobLimits(time_s=time_s, memory_mb=memory)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from tests.evaluator.calibration.taskset import REPO
 
-WORKERS = 2  # CI machines have 2 cores
 RUN_TIMEOUT_S = 900
 
 
@@ -40,16 +39,16 @@ def build_baselines(data: Path, out: Path, kinds: str = "reference,snapshot,empt
     return out
 
 
-def score(data: Path, bundle: Path, out: Path, ocr_cache: Path | None = None, workers: int = WORKERS,
+def score(data: Path, bundle: Path, out: Path, ocr_cache: Path | None = None, workers: int | None = None,
           protocol: str | None = None) -> dict:
     """``evaluator score --no-video`` on ``bundle``; returns results.json.
 
-    ``protocol`` names the scoring protocol (default: the evaluator's default).
+    ``protocol`` names the scoring protocol and ``workers`` the worker count (default: the evaluator's own).
     ``ocr_cache`` keeps OCR results (keyed by pixels) between runs: the reference checkpoints
     are read once per session instead of once per run.
     """
-    args = ["score", "--data", str(data), "--bundle", str(bundle), "--out", str(out), "--workers", str(workers),
-            "--no-video", *sandbox_args()]
+    args = ["score", "--data", str(data), "--bundle", str(bundle), "--out", str(out), "--no-video",
+            *sandbox_args(), *(["--workers", str(workers)] if workers else [])]
     if ocr_cache is not None:
         args += ["--ocr-cache", str(ocr_cache)]
     if protocol:
