@@ -8,8 +8,9 @@ process, ``score --no-video``; bench/README.md): 2 workers 46.9 s, 3 workers 41.
 wait) took the same time at 2 and 4 workers, so the gain is the evaluator's waiting put to use.
 
 "Usable cores" are those the process may run on (its CPU affinity) and, inside a container, its
-CPU quota (cgroup v2 ``cpu.max``: ``docker run --cpus 2`` on a 64-core host means 2, not 64). A
-container's memory limit (cgroup ``memory.max``) caps the count too, so a job in a 2 GB container
+CPU quota (cgroup ``cpu.max``, or ``cpu.cfs_quota_us`` on cgroup v1: ``docker run --cpus 2`` on a
+64-core host means 2, not 64). A container's memory limit (cgroup ``memory.max`` or v1
+``memory.limit_in_bytes``) caps the count too, so a job in a 2 GB container
 does not start more Chromiums than fit.
 
 Protocol iwr-official is the exception: each of its workers runs EasyOCR and DINOv2 on the CPU (about
@@ -33,6 +34,7 @@ JOB_BASE_MEMORY_MB = 350
 OFFICIAL_WORKERS_PER_CORE = 1
 OFFICIAL_WORKER_MEMORY_MB = 2500  # protocols.py: iwr-official's job_memory_mb_per_worker says about 2 GB with torch
 CGROUP = Path("/sys/fs/cgroup")
+UNLIMITED_BYTES = 2**60  # cgroup v1 writes "no limit" as the largest page multiple below 2**63
 
 
 def usable_cpus(cgroup: Path = CGROUP) -> float:
@@ -46,29 +48,39 @@ def usable_cpus(cgroup: Path = CGROUP) -> float:
 
 
 def cpu_quota(cgroup: Path = CGROUP) -> float | None:
-    """The cgroup v2 CPU quota in cores (``cpu.max`` "200000 100000" is 2.0), or None when unlimited or unknown."""
-    try:
-        words = (cgroup / "cpu.max").read_text().split()
-    except OSError:
-        return None
-    if len(words) != 2 or words[0] == "max":
+    """The cgroup CPU quota in cores, or None when unlimited or unknown.
+
+    cgroup v2: ``cpu.max`` "200000 100000" is 2.0. cgroup v1 (hosts that mount one folder per
+    controller, as Docker hosts on older systemd do): ``cpu/cpu.cfs_quota_us`` over
+    ``cpu/cpu.cfs_period_us``, where a quota of -1 means unlimited.
+    """
+    words = _read(cgroup / "cpu.max").split()
+    if not words:
+        words = [_read(cgroup / "cpu" / "cpu.cfs_quota_us"), _read(cgroup / "cpu" / "cpu.cfs_period_us")]
+    if len(words) != 2:
         return None
     try:
         quota, period = int(words[0]), int(words[1])
-    except ValueError:
+    except ValueError:  # "max", or a file that is not there
         return None
     return quota / period if quota > 0 and period > 0 else None
 
 
 def memory_limit_mb(cgroup: Path = CGROUP) -> float | None:
-    """The cgroup v2 memory limit in MB, or None when unlimited or unknown."""
+    """The cgroup memory limit in MB, or None when unlimited or unknown (v2 ``memory.max``, else v1
+    ``memory/memory.limit_in_bytes``, whose "unlimited" is a number near 2**63)."""
+    text = _read(cgroup / "memory.max") or _read(cgroup / "memory" / "memory.limit_in_bytes")
+    if not text.isdigit():  # "max", or no file
+        return None
+    limit = int(text)
+    return None if limit >= UNLIMITED_BYTES else limit / 2**20
+
+
+def _read(path: Path) -> str:
     try:
-        text = (cgroup / "memory.max").read_text().strip()
+        return path.read_text().strip()
     except OSError:
-        return None
-    if not text.isdigit():  # "max"
-        return None
-    return int(text) / 2**20
+        return ""
 
 
 def default_workers(cgroup: Path = CGROUP, official: bool = False) -> int:

@@ -91,3 +91,29 @@ def test_the_runner_takes_the_default_and_never_more_workers_than_tasks(monkeypa
     assert _worker_count(None, 3) == 3
     assert _worker_count(1, 31) == 1  # asked for: taken as given
     assert _worker_count(6, 31) == 6
+
+
+def _cgroup_v1(tmp_path, quota: str, period: str = "100000", memory: str | None = None):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text(quota + "\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text(period + "\n")
+    if memory is not None:
+        (tmp_path / "memory").mkdir()
+        (tmp_path / "memory" / "memory.limit_in_bytes").write_text(memory + "\n")
+    return tmp_path
+
+
+def test_cgroup_v1_limits_count_too(tmp_path, monkeypatch):
+    """Hosts with one folder per controller (this machine kind's Docker): docker run --cpus 2 --memory 2g."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    cgroup = _cgroup_v1(tmp_path, "200000", memory=str(2 * 2**30))
+    assert capacity.cpu_quota(cgroup) == 2.0
+    assert capacity.memory_limit_mb(cgroup) == 2048
+    assert capacity.default_workers(cgroup) == (2048 - capacity.JOB_BASE_MEMORY_MB) // capacity.WORKER_MEMORY_MB
+
+
+def test_cgroup_v1_without_limits_is_unlimited(tmp_path):
+    cgroup = _cgroup_v1(tmp_path, "-1", memory="9223372036854771712")  # what v1 says for "no limit"
+    assert capacity.cpu_quota(cgroup) is None
+    assert capacity.memory_limit_mb(cgroup) is None
+    assert capacity.default_workers(cgroup) == 2 * _affinity()
