@@ -4,8 +4,8 @@ A worker spends much of each action waiting, not computing: for the page's anima
 settle's quiet period and the screenshot's repaint. A second worker per core runs its page in that
 time. Measured on the 2-core machine with the sample benchmark's 31 reference pages (whole
 process, ``score --no-video``; bench/README.md): 2 workers 46.9 s, 3 workers 41.6 s, 4 workers
-38.7 s, 6 workers 40.7 s, with scores identical in every case. The floor harness (which does not
-wait) took the same time at 2 and 4 workers, so the gain is the evaluator's waiting put to use.
+38.7 s, 6 workers 40.7 s, with scores identical in every case. The floor harness, which does not
+wait, gained less (26.1 s at 2 workers, 21.8-25.9 s at 4).
 
 "Usable cores" are those the process may run on (its CPU affinity) and, inside a container, its
 CPU quota (cgroup ``cpu.max``, or ``cpu.cfs_quota_us`` on cgroup v1: ``docker run --cpus 2`` on a
