@@ -331,6 +331,36 @@ _DET4_TARGETING = {
                            "'square' must be a small mark of that hue (at most 40 px) or counts half."),
 }
 
+# iwr-det-6: the remaining reference page of the tuning half (MixItUp's toolbar of marks with hidden
+# labels) named controls by where they sit among their look-alikes and by what they draw.
+_DET6_TARGETING = {
+    **_DET4_TARGETING,
+    "edge_positions": (True, "'The small button at the far left of the toolbar', 'the rightmost tab', 'the button "
+                             "at the right end of the row' name the extreme one of the look-alikes. iwr-det-4 read "
+                             "'far' as a name the element had to show and 'left of the toolbar' as a place outside "
+                             "the toolbar, so the leftmost of seven unlabelled filter buttons scored like the "
+                             "other six. With 'far' / 'very' / 'extreme' before a side, 'end' or 'edge' after it, "
+                             "or leftmost / rightmost / topmost / bottommost, the candidates that match best "
+                             "otherwise are ranked that way and the first decides the position part, as an "
+                             "ordinal does. A bare 'at the left of' reads as before (people say it of a place "
+                             "outside the anchor too)."),
+    "look_words": (True, "'Ring', 'hollow', 'outlined', 'empty', 'blank', 'plain', 'filled', 'solid' say how a "
+                         "control looks, like 'small' or 'round': matched against class names, never a name the "
+                         "element must show. iwr-det-4 read 'the dark empty button' as a button labelled "
+                         "'empty', which no unlabelled control can be."),
+    "sequence_relations": (True, "'The button right after the pink dot', 'the tab just before Settings': the "
+                                 "anchor is the element its own words describe best (found like a target, and "
+                                 "only if it would be accepted as one, so a hue or a glyph can name it), and the "
+                                 "target is the next look-alike after it (or the last before it) in reading "
+                                 "order. iwr-det-4 read 'right' as the right of the page and 'pink dot' as the "
+                                 "target's own look."),
+    "glyph_labels": (True, "A sort control drawn as a chevron is named by the order it sorts in: Font Awesome's "
+                           "sort-desc is the down caret, MixItUp's buttons say data-sort='default:desc' under a "
+                           "hidden 'Desc' label. Glyph names are also read from the control's short own label "
+                           "(at most 24 characters) and its data-* values, where desc / descending name the down "
+                           "arrow and asc / ascending the up arrow."),
+}
+
 _DET4_ASSERTION = {
     **_DET3_ASSERTION,
     "unphrased_text_delta": (True, "An assertion with nothing checkable ('the sidebar is back on the left') used "
@@ -444,10 +474,11 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-5 since it
-# held one more relation than iwr-det-4 on each half of the broadened calibration of 2026-12-05, all else
-# equal; iwr-det-4 had replaced iwr-det-3 the same day, iwr-det-3 iwr-det-2 on 2026-12-04); an earlier
-# version is kept under its full name so that its stored scores can still be read and reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-6 since the
+# calibration of 2026-12-06: every tuning reference page at IFS 1.0 and recall 0.956 to 0.978, the held-out
+# half task by task the same as under iwr-det-5; iwr-det-5 had replaced iwr-det-4 on 2026-12-05, as
+# iwr-det-4 iwr-det-3 and iwr-det-3 iwr-det-2 before it); an earlier version is kept under its full name
+# so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -479,13 +510,22 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-5": Protocol(
         name="iwr-det",
         version="5",
         description="iwr-det-4 with textless checkpoints judged by their look: where neither screenshot shows "
                     "text, the text terms of the visual score drop out instead of counting as a perfect match. "
                     "No LLM, no model weights.",
         sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="6",
+        description="iwr-det-5 with controls named by where they sit among look-alikes ('at the far left of the "
+                    "toolbar', 'right after the pink dot'), look words that name nothing ('the empty button') "
+                    "and sort words naming arrows. No LLM, no model weights.",
+        sections={"targeting": _DET6_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -110,6 +110,22 @@ COLOUR_WORDS = {"blue": "blue", "red": "red", "green": "green", "yellow": "yello
                 "gray": "grey", "black": "black", "white": "white", "cyan": "cyan", "teal": "cyan",
                 "turquoise": "cyan", "brown": "brown"}
 SHAPE_NOUNS = frozenset("dot dots circle circles square squares swatch swatches disc disk bullet blob".split())
+# iwr-det-6 (edge_positions): "at the far left of the toolbar", "the rightmost tab", "at the right end of
+# the row": the extreme one, that way, of the look-alikes. A bare "at the left of" stays what it was
+# (a region, or a relation with "of"), since people also say it of something outside the anchor.
+EDGE_LEADS = frozenset("far very extreme".split())
+EDGE_WORDS = {"leftmost": "left", "rightmost": "right", "topmost": "top", "uppermost": "top",
+              "bottommost": "bottom", "lowermost": "bottom"}
+EDGE_SIDES = frozenset("left right top bottom".split())
+EDGE_NOUNS = frozenset("end edge".split())
+# iwr-det-6 (look_words): more words of how a control looks ("the small ring button", "the dark empty
+# button"): like the appearance words above they name nothing, so they are matched against class
+# names only and never make a name the page must show.
+LOOK_WORDS = frozenset("ring rings hollow outlined outline empty blank plain filled solid".split())
+# iwr-det-6 (sequence_relations): "the button right after the pink dot", "the tab before 'Settings'":
+# the next (or previous) look-alike in reading order from an anchor found by its own description.
+SEQUENCE_WORDS = {"after": "after", "following": "after", "before": "before", "preceding": "before"}
+SEQUENCE_LEADS = frozenset("right just immediately directly".split())
 ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "heading", "title": "heading",
                 "label": "label"}
 
@@ -123,13 +139,16 @@ class Relation:
     words: list[str] = field(default_factory=list)
     role: str | None = None
     named: list[str] = field(default_factory=list)  # its entries in Description.anchors
+    # iwr-det-6: the anchor's own words as said ("the pink dot"), for an anchor found by its description
+    phrase: str = ""
 
     @property
     def empty(self) -> bool:
-        return not (self.quotes or self.words or self.role)
+        return not (self.quotes or self.words or self.role or self.kind in ("after", "before") and self.phrase)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "quotes": self.quotes, "words": self.words, "role": self.role}
+        return {"kind": self.kind, "quotes": self.quotes, "words": self.words, "role": self.role,
+                **({"phrase": self.phrase} if self.kind in ("after", "before") else {})}
 
 
 @dataclass
@@ -156,6 +175,8 @@ class Description:
     # iwr-det-4: the target's hues and the small-mark nouns naming it
     colours: list[str] = field(default_factory=list)
     shapes: list[str] = field(default_factory=list)
+    # iwr-det-6: the extreme look-alike that way ("far left")
+    edge: str | None = None
 
     @property
     def has_text_cue(self) -> bool:
@@ -169,7 +190,8 @@ class Description:
                 **({"glyphs": self.glyphs, "concepts": self.concepts} if self.glyphs or self.concepts else {}),
                 **({"picture": True} if self.picture else {}),
                 **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {}),
-                **({"colours": self.colours, "shapes": self.shapes} if self.colours else {})}
+                **({"colours": self.colours, "shapes": self.shapes} if self.colours else {}),
+                **({"edge": self.edge} if self.edge else {})}
 
 
 @dataclass
@@ -177,6 +199,7 @@ class _Token:
     word: str        # lower case (a quote keeps its text)
     capital: bool    # written with a capital (and not the sentence's first word)
     kind: str = "content"  # content | stop | action | role | region | ordinal | appearance | quote | break
+    #                        (and with later protocols: grid | shape | edge | ring | relation)
     phase: str = "target"  # target | anchor (locates the target) | purpose ("to add it to the cart")
     role: str | None = None
     relation: int | None = None  # index of the relation whose anchor this token names
@@ -199,6 +222,10 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         desc.glyphs, desc.concepts = description_glyphs(raw), description_concepts(raw, shapes=params.glyph_shapes)
         tokens = [t for t in tokens if not (t.kind == "quote" and all(ch in desc.glyphs for ch in t.word.strip()))]
     _classify(tokens)
+    if params is not None and params.look_words:
+        for t in tokens:
+            if t.kind == "content" and t.word in LOOK_WORDS and not t.capital:
+                t.kind = "appearance"
     ticks = False
     if params is not None and params.check_verbs:
         for t in tokens:
@@ -208,7 +235,10 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         _grid_positions(tokens, desc)
     if params is not None and params.colour_words:
         _shape_heads(tokens)
-    kinds = _phases(tokens, between=params is not None and params.between_relation)
+    if params is not None and params.edge_positions:
+        desc.edge = _edges(tokens)
+    kinds = _phases(tokens, between=params is not None and params.between_relation,
+                    sequence=params is not None and params.sequence_relations)
     _collect(tokens, desc)
     if params is not None and params.colour_words:
         desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
@@ -240,6 +270,30 @@ def _shape_heads(tokens: list[_Token]) -> None:
             j -= 1  # "the blue little dot"
         if j >= 0 and tokens[j].kind == "appearance" and tokens[j].word in COLOUR_WORDS:
             token.kind = "shape"
+
+
+def _edges(tokens: list[_Token]) -> str | None:
+    """iwr-det-6: "the far left", "the rightmost", "the right end": the side named, its words marked
+    as a position (they name nothing, and "far left of" starts no relation)."""
+    edge = None
+    for i, token in enumerate(tokens):
+        if token.capital or token.kind == "quote":
+            continue
+        before = tokens[i - 1] if i > 0 else None
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        side, marked = None, [token]
+        if token.word in EDGE_WORDS:
+            side = EDGE_WORDS[token.word]
+        elif token.word in EDGE_SIDES:
+            if before is not None and before.word in EDGE_LEADS and not before.capital:
+                side, marked = token.word, [before, token]
+            elif after is not None and after.word in EDGE_NOUNS:
+                side, marked = token.word, [token, after]
+        if side is not None:
+            edge = edge or side
+            for t in marked:
+                t.kind, t.role = "edge", None
+    return edge
 
 
 def _grid_positions(tokens: list[_Token], desc: Description) -> None:
@@ -316,7 +370,7 @@ def _kind(token: _Token) -> str:
     return "content"
 
 
-def _phases(tokens: list[_Token], between: bool = False) -> list[str]:
+def _phases(tokens: list[_Token], between: bool = False, sequence: bool = False) -> list[str]:
     """Mark anchor phrases ("in the 'Dropdown' card") and purpose phrases ("to collapse it").
 
     Both start only once the target's head (a role noun or a quoted label) has been read, so
@@ -325,13 +379,15 @@ def _phases(tokens: list[_Token], between: bool = False) -> list[str]:
     kinds of the relations read are returned in order.
 
     With ``between`` (iwr-det-3), "between 'Green' and 'Pink'" reads as two relations of kind
-    "between", one per side, the "and" joining them naming nothing.
+    "between", one per side, the "and" joining them naming nothing. With ``sequence`` (iwr-det-6),
+    "(right) after" and "(just) before" start relations of kind "after" and "before".
     """
     phase, headed, relation, skip, open_between, mate_named = "target", False, None, 0, False, False
     relations: list[str] = []
     for i, token in enumerate(tokens):
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        trigger = _relation_at(tokens, i, between) if headed and phase != "purpose" and not skip else None
+        trigger = (_relation_at(tokens, i, between, sequence) if headed and phase != "purpose" and not skip
+                   and token.kind != "edge" else None)
         if token.kind == "break":
             phase, relation, open_between = "target", None, False
         elif open_between and phase == "anchor" and token.word in ("and", "&") and token.kind == "stop":
@@ -358,10 +414,15 @@ def _phases(tokens: list[_Token], between: bool = False) -> list[str]:
     return relations
 
 
-def _relation_at(tokens: list[_Token], i: int, between: bool = False) -> tuple[str, int] | None:
+def _relation_at(tokens: list[_Token], i: int, between: bool = False,
+                 sequence: bool = False) -> tuple[str, int] | None:
     """(kind, number of tokens) of a relation starting at token ``i``: "to the left of", "next to", "below",
-    and with ``between`` (iwr-det-3) "between"."""
+    with ``between`` (iwr-det-3) "between", with ``sequence`` (iwr-det-6) "(right) after", "(just) before"."""
     ahead = [t.word if t.kind != "quote" else "" for t in tokens[i:i + 4]] + [""] * 4
+    if sequence:
+        lead = 1 if ahead[0] in SEQUENCE_LEADS and ahead[1] in SEQUENCE_WORDS else 0
+        if ahead[lead] in SEQUENCE_WORDS and not tokens[i + lead].capital:
+            return SEQUENCE_WORDS[ahead[lead]], lead + 1
     side = 1 if ahead[0] in SIDE_LEAD_INS else 0
     side += 1 if ahead[side] == "the" else 0
     if ahead[side] in ("left", "right") and ahead[side + 1] == "of":
@@ -417,20 +478,7 @@ def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description
     """Each relation's anchor: its quotes, content words and role noun. A side without an anchor
     on the page ("to the left of the page") is a region again."""
     relations = [Relation(kind) for kind in kinds]
-    for token in tokens:
-        if token.relation is None or token.phase != "anchor":
-            continue
-        relation = relations[token.relation]
-        if token.kind in ("quote", "content"):
-            relation.named.append(token.word)
-        if token.kind == "quote":
-            relation.quotes.append(token.word)
-        elif token.kind == "role" and relation.role is None:
-            relation.role = token.role
-        elif token.kind == "content" and token.word in ANCHOR_NOUNS and relation.role is None:
-            relation.role = ANCHOR_NOUNS[token.word]
-        elif token.kind == "content":
-            relation.words.append(token.word)
+    _anchor_words(tokens, relations)
     for i, relation in enumerate(relations):
         if relation.kind == "between":  # its other side follows it ("and 'Pink'")
             mate = relations[i + 1] if i + 1 < len(relations) and relations[i + 1].kind == "between_and" else None
@@ -444,6 +492,27 @@ def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description
             desc.relations.append(relation)
         elif relation.kind in ("left", "right"):
             desc.regions.append(relation.kind)
+
+
+def _anchor_words(tokens: list[_Token], relations: list[Relation]) -> None:
+    """Each anchor token's word into its relation: quotes, role, content words, and the phrase as said."""
+    for token in tokens:
+        if token.relation is None or token.phase != "anchor":
+            continue
+        relation = relations[token.relation]
+        if token.kind not in ("relation", "break"):
+            said = f'"{token.word}"' if token.kind == "quote" else token.word
+            relation.phrase = f"{relation.phrase} {said}".strip()
+        if token.kind in ("quote", "content"):
+            relation.named.append(token.word)
+        if token.kind == "quote":
+            relation.quotes.append(token.word)
+        elif token.kind == "role" and relation.role is None:
+            relation.role = token.role
+        elif token.kind == "content" and token.word in ANCHOR_NOUNS and relation.role is None:
+            relation.role = ANCHOR_NOUNS[token.word]
+        elif token.kind == "content":
+            relation.words.append(token.word)
 
 
 def _label_phrases(tokens: list[_Token]) -> list[list[str]]:

@@ -40,6 +40,11 @@ SHAPE_CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
     "more": ("⋮⋯", frozenset("ellipsis ellipsisv ellipsish kebab meatball meatballs".split())),
     "menu": ("", frozenset("menu toggler navtoggle offcanvas".split())),
 }
+# iwr-det-6 (glyph_labels): a sort control's arrow is named by the order it sorts in (Font Awesome's
+# sort-desc is its down caret): these words name the arrow when read from a label or a data-* value.
+LABEL_CONCEPT_TOKENS = {"down": frozenset("desc descending".split()), "up": frozenset("asc ascending".split())}
+# A label this short is a control's name ("Desc", "Next"), not a sentence that happens to say "up".
+LABEL_MAX_CHARS = 24
 GENERIC_CONCEPTS = frozenset({"menu"})
 GENERIC_MATCH = 0.6
 _CHAR_CONCEPT = {ch: name for name, (chars, _tokens) in CONCEPTS.items() for ch in chars}
@@ -106,10 +111,11 @@ def description_concepts(text: str, shapes: bool = False) -> list[str]:
 
 
 def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tokens: set[str],
-                shapes: bool = False) -> float:
+                shapes: bool = False, labels: bool = False) -> float:
     """1 when the candidate's own short text is a glyph the description shows or names; 0.9 when its
     icon names, aria-label or classes name a concept the description names; else 0. With ``shapes``
-    (iwr-det-4) a generic concept (a "menu" id or class) scores only GENERIC_MATCH."""
+    (iwr-det-4) a generic concept (a "menu" id or class) scores only GENERIC_MATCH. With ``labels``
+    (iwr-det-6) its short own label and data-* values name concepts too, sort words included."""
     if not (chars or concepts):
         return 0.0
     table, char_concept = (SHAPE_CONCEPTS, _SHAPE_CHAR_CONCEPT) if shapes else (CONCEPTS, _CHAR_CONCEPT)
@@ -122,12 +128,23 @@ def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tok
     if not concepts:
         return 0.0
     pool, compact = _glyph_names(cand, attribute_tokens)
+    if labels:
+        pool = pool | _label_names(cand)
     best = 0.0
     for concept in concepts:
-        wanted = table[concept][1]
+        wanted = table[concept][1] | (LABEL_CONCEPT_TOKENS.get(concept, frozenset()) if labels else frozenset())
         if wanted & pool or any(w in c for c in compact for w in wanted if len(w) > 5):
             best = max(best, GENERIC_MATCH if shapes and concept in GENERIC_CONCEPTS else 0.9)
     return best
+
+
+def _label_names(cand: dict) -> set[str]:
+    """Tokens of the candidate's short own label and of its data-* values ("default:desc")."""
+    names: set[str] = set()
+    text = " ".join((cand.get("text") or "").split())
+    for value in ([text] if len(text) <= LABEL_MAX_CHARS else []) + list(cand.get("data_labels", [])):
+        names.update(split_identifier(value))
+    return names
 
 
 def _glyph_names(cand: dict, attribute_tokens: set[str]) -> tuple[set[str], set[str]]:

@@ -110,6 +110,15 @@ class TargetingParams(_Section):
     glyph_shapes: bool = False
     # iwr-det-4: colour words ("the blue dot") match the colours an element paints, shape nouns their size
     colour_words: bool = False
+    # iwr-det-6: "at the far left of the toolbar", "the rightmost tab": the extreme one of the look-alikes
+    edge_positions: bool = False
+    # iwr-det-6: "ring", "empty", "hollow", "plain" say how a control looks: look words, never a name
+    look_words: bool = False
+    # iwr-det-6: "the button right after the pink dot": the next look-alike from an anchor found by its description
+    sequence_relations: bool = False
+    # iwr-det-6: glyph names also read from data-* values and a short own label ("Desc" under a down
+    # chevron); sort words name the arrow that draws them (desc: down, asc: up)
+    glyph_labels: bool = False
 
 
 @dataclass(frozen=True)

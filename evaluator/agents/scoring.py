@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from rapidfuzz import fuzz
 
 from evaluator.agents.colours import look_score
-from evaluator.agents.description import PICTURE_WORDS, Description
+from evaluator.agents.description import PICTURE_WORDS, Description, parse_description
 from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import between_score, relation_score, resolved_anchors
@@ -190,7 +190,8 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     if params.attribute_labels and best < 1.0:
         best = max(best, ATTRIBUTE_LABEL_DISCOUNT * _attribute_label_score(desc, cand, params))
     if params.glyph_words:
-        best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand), params.glyph_shapes))
+        best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand), params.glyph_shapes,
+                                       params.glyph_labels))
     if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc):
         best = max(best, PICTURE_MATCH)
     if params.colour_words and desc.colours:
@@ -349,10 +350,15 @@ def geometry_of(cand: dict, page: dict) -> dict:
 def score_candidates(desc: Description, page: dict, params: TargetingParams, focus_bonus: bool = False) -> list[Scored]:
     """Every candidate scored, best first (ties: smaller area, then document order)."""
     scored = [_score_one(desc, i, cand, page, params, focus_bonus) for i, cand in enumerate(page["candidates"])]
-    if params.grid_ordinals and (desc.grid_row or desc.grid_col):
+    sequence = [r for r in desc.relations if r.kind in SEQUENCE_KINDS] if params.sequence_relations else []
+    if sequence:
+        _apply_sequence(desc, sequence[0], scored, page, params)
+    elif params.grid_ordinals and (desc.grid_row or desc.grid_col):
         _apply_grid(desc, scored, params)
     elif desc.ordinal is not None:
         _apply_ordinal(desc, scored, params)
+    elif params.edge_positions and desc.edge:
+        _apply_edge(desc, scored, params)
     for s in scored:
         s.score = _combine(s.parts, params) - (params.disabled_penalty if s.cand.get("disabled") else 0.0)
         if focus_bonus and s.cand.get("focused") and not desc.has_text_cue:
@@ -387,6 +393,9 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
     i = 0
     while i < len(pairs):
         relation, boxes = pairs[i]
+        if relation.kind in SEQUENCE_KINDS:  # placed by reading order (_apply_sequence), not by geometry
+            i += 1
+            continue
         if relation.kind == "between" and i + 1 < len(pairs) and pairs[i + 1][0].kind == "between":
             cue = between_score(cand["box"], (boxes, pairs[i + 1][1]), params)  # the two sides, read together
             i += 2
@@ -447,6 +456,50 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
     for s in scored:
         ordinal = 1.0 if s is pick else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
+
+
+# iwr-det-6 (sequence_relations): relation kinds placed by reading order from an anchor found by its description.
+SEQUENCE_KINDS = ("after", "before")
+
+
+def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dict, params: TargetingParams) -> None:
+    """"the dark button right after the pink dot": the anchor is the element its own words describe best
+    (scored like a target, and only if it would be accepted as one); the target is the look-alike that
+    comes next after it (or last before it) in reading order. Like an ordinal, this decides the
+    position part (0 for all when no look-alike is on that side). An anchor not on the page leaves the
+    cue unused, as a relation's missing anchor does."""
+    if not scored:
+        return
+    ranked = score_candidates(parse_description(relation.phrase, params=params), page, params)
+    if not ranked or ranked[0].score < params.accept_threshold:
+        return
+    anchor = ranked[0].cand
+    group = [s for s in _look_alikes(desc, scored, params) if s.cand is not anchor]
+    ordered = reading_order([*group, Scored(-1, anchor)])
+    at = next(i for i, s in enumerate(ordered) if s.cand is anchor)
+    side = ordered[at + 1:] if relation.kind == "after" else ordered[:at][::-1]
+    pick = side[0] if side else None
+    for s in scored:
+        s.parts["position"] = 1.0 if s is pick else 0.0
+
+
+# iwr-det-6 (edge_positions): the extreme look-alike that way: smallest or largest centre along the axis,
+# then the other axis in reading order ("the far left" of a two-row toolbar is its top-left control).
+_EDGE_KEYS = {"left": lambda g: (g["cx"], g["cy"]), "right": lambda g: (-g["cx"], g["cy"]),
+              "top": lambda g: (g["cy"], g["cx"]), "bottom": lambda g: (-g["cy"], g["cx"])}
+
+
+def _apply_edge(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+    """"the small button at the far left of the toolbar": among the candidates that match best otherwise,
+    the one furthest that way; like an ordinal, it decides the position part (halved with regions)."""
+    if not scored:
+        return
+    group = _look_alikes(desc, scored, params)
+    key = _EDGE_KEYS[desc.edge]
+    pick = min(group, key=lambda s: (*key(s.cand["_geometry"]), s.cand["order"])) if group else None
+    for s in scored:
+        edge = 1.0 if s is pick else 0.0
+        s.parts["position"] = edge if not desc.regions else (edge + s.parts["position"]) / 2
 
 
 def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
@@ -510,15 +563,7 @@ def laid_out_rows(items: list[Scored]) -> list[list[Scored]]:
 
 def reading_order(items: list[Scored]) -> list[Scored]:
     """Top to bottom in rows (centres within half a height share a row), then left to right."""
-    by_y = sorted(items, key=lambda s: (s.cand["_geometry"]["cy"], s.cand["order"]))
-    rows: list[list[Scored]] = []
-    for s in by_y:
-        g = s.cand["_geometry"]
-        if rows and g["cy"] - rows[-1][0].cand["_geometry"]["cy"] <= max(10.0, s.cand["box"][3] / 2):
-            rows[-1].append(s)
-        else:
-            rows.append([s])
-    return [s for row in rows for s in sorted(row, key=lambda s: (s.cand["_geometry"]["cx"], s.cand["order"]))]
+    return [s for row in laid_out_rows(items) for s in row]
 
 
 def _mean(values: list[float]) -> float:

@@ -19,7 +19,7 @@ from typing import Any
 from evaluator.agents.description import Description, parse_description
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import anchor_specs
-from evaluator.agents.scoring import Scored, score_candidates
+from evaluator.agents.scoring import SEQUENCE_KINDS, Scored, score_candidates
 from evaluator.agents.words import quoted
 
 LISTENER_TRACKER_JS = r"""
@@ -114,7 +114,7 @@ def find_target(page, action, params=None) -> Target:
         data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
                                                "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
                                                "pictures": p.picture_nouns, "shownValues": p.check_verbs,
-                                               "colours": p.colour_words and bool(desc.colours)})
+                                               "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
     ranked = score_candidates(desc, data, p, focus_bonus=kind == "Type")
@@ -131,6 +131,11 @@ def find_target(page, action, params=None) -> Target:
     if target.handle is None:
         target.reason = "the chosen element left the page before it could be used"
     return target
+
+
+def _sequence(desc: Description, p: TargetingParams) -> bool:
+    """iwr-det-6: a relation whose anchor is found by its own description, which may name a colour."""
+    return p.sequence_relations and any(r.kind in SEQUENCE_KINDS for r in desc.relations)
 
 
 def _description_for(action, kind: str, p: TargetingParams) -> Description:

@@ -15,15 +15,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-3": "6d7b699ab02ce8b8",
     "iwr-det-4": "43b4d408fa91724d",
     "iwr-det-5": "8969b8e229bbe3b6",
+    "iwr-det-6": "09e1bdd762544e6a",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_5():
-    """The default protocol is iwr-det, version 5; versions 2 to 4 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_6():
+    """The default protocol is iwr-det, version 6; versions 2 to 5 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "5", "iwr-det-5")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "234"] == ["2", "3", "4"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "6", "iwr-det-6")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "2345"] == ["2", "3", "4", "5"]
     assert not protocol.requires_llm
 
 
@@ -54,7 +55,7 @@ def test_iwr_det_5_is_iwr_det_4_plus_textless_terms():
     from evaluator.protocols import VISUAL_LATER_OFF
 
     old, new = get_protocol("iwr-det-4"), get_protocol("iwr-det-5")
-    assert (new.name, new.version) == ("iwr-det", "5") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "5")
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -62,6 +63,24 @@ def test_iwr_det_5_is_iwr_det_4_plus_textless_terms():
     assert visual_params()["textless_terms"] is True
     assert visual_params(new.params["visual"])["textless_terms"] is True
     assert visual_params(old.params["visual"])["textless_terms"] is False  # not the default's value
+
+
+def test_iwr_det_6_is_iwr_det_5_plus_targeting_fixes():
+    """iwr-det-6 keeps every iwr-det-5 value and adds four targeting settings, each off for earlier versions
+    (a targeting section without them reads the defaults, which are off)."""
+    from evaluator.agents.params import TargetingParams
+
+    old, new = get_protocol("iwr-det-5"), get_protocol("iwr-det-6")
+    assert (new.name, new.version) == ("iwr-det", "6") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    fixes = {"edge_positions", "look_words", "sequence_relations", "glyph_labels"}
+    assert added == {("targeting", key) for key in fixes}
+    assert all(new.reasons["targeting"][key] for key in fixes)
+    earlier = TargetingParams.from_dict(old.params)
+    assert not any(getattr(earlier, key) for key in fixes)
+    assert all(getattr(TargetingParams.from_dict(new.params), key) for key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -122,8 +141,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-5 finds its protocol."""
-    assert get_protocol("iwr-det-5") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-6 finds its protocol."""
+    assert get_protocol("iwr-det-6") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-5") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-4") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-3") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-2") is not get_protocol("iwr-det")
@@ -131,7 +151,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-official"):
+    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-official"):
         get_protocol("iwr-llm")
 
 

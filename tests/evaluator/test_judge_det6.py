@@ -1,0 +1,152 @@
+"""Protocol iwr-det-6's mechanisms (issue 14, found on the tuning half: a toolbar of marks whose labels
+are hidden): what each decides on a page, and that iwr-det-5 still decides as it did."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluator.agents.description import parse_description
+from evaluator.agents.glyphs import glyph_score
+from evaluator.agents.params import TargetingParams
+from evaluator.agents.scoring import attribute_tokens
+from evaluator.agents.targeting import find_target
+from evaluator.protocols import get_protocol
+from tests.evaluator.pages import Act, open_page
+
+DET5 = get_protocol("iwr-det-5").params
+DET6 = get_protocol("iwr-det-6").params
+P5 = TargetingParams.from_dict(DET5)
+P6 = TargetingParams.from_dict(DET6)
+
+
+def _read(text: str, params: TargetingParams = P6) -> dict:
+    return parse_description(text, params=params).to_dict()
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@pytest.mark.parametrize(("text", "edge"), [
+    ("Click the small button at the far left of the toolbar", "left"),
+    ("Click the rightmost tab", "right"),
+    ("Click the button at the right end of the row", "right"),
+    ("Tap the icon at the very top of the list", "top"),
+    ("Click the bottommost link", "bottom"),
+])
+def test_edge_words_name_a_side_and_no_name(text, edge):
+    """'far', 'end' and the -most words place the target; none of them is a name it must show, and 'far
+    left of the toolbar' starts no relation to a place outside the toolbar."""
+    read = _read(text)
+    assert read["edge"] == edge
+    assert "far" not in read["content"] and "end" not in read["content"]
+    assert read["relations"] == []
+
+
+def test_a_bare_side_of_an_anchor_reads_as_before():
+    """'at the right of the checkboxes' is said of a place outside them too: still a relation."""
+    read = _read("Click 'Desc' at the right of the checkboxes")
+    assert "edge" not in read
+    assert read["relations"][0]["kind"] == "right"
+
+
+def test_look_words_are_no_names():
+    """'ring' and 'empty' describe the look: matched against classes, never required as a label."""
+    read = _read("Click the dark empty button")
+    assert read["content"] == [] and "empty" in read["appearance"]
+    assert _read("Click the small ring button")["content"] == []
+    assert _read("Click the 'Empty' button")["quotes"] == ["Empty"]  # a quoted word stays a label
+    assert _read("Click the dark empty button", P5)["content"] == ["empty"]  # iwr-det-5 as it was
+
+
+@pytest.mark.parametrize(("text", "kind", "phrase"), [
+    ("Click the dark button right after the pink dot", "after", "the pink dot"),
+    ("Click the tab just before 'Settings'", "before", '"Settings"'),
+    ("Click the button following the blue dot", "after", "the blue dot"),
+])
+def test_sequence_relations_keep_the_anchor_as_said(text, kind, phrase):
+    read = _read(text)
+    assert read["relations"] == [{"kind": kind, "quotes": ["Settings"] if "Settings" in text else [], "words": [],
+                                  "role": None, "phrase": phrase}]
+    assert read.get("colours", []) == []  # the anchor's hue is not the target's
+    assert "right" not in read["regions"]
+
+
+def test_iwr_det_5_reads_right_after_as_a_region_and_the_anchor_as_the_target():
+    read = _read("Click the dark button right after the pink dot", P5)
+    assert read["regions"] == ["right"] and read["colours"] == ["pink"] and read["relations"] == []
+
+
+def test_sort_words_name_the_arrows():
+    """A chevron whose only name is a hidden 'Desc' label and data-sort='default:desc' is the down arrow."""
+    desc_button = {"tag": "button", "text": "Desc", "cls": "control sort", "data_labels": ["default:desc"]}
+    asc_button = {"tag": "button", "text": "Asc", "cls": "control sort", "data_labels": ["default:asc"]}
+
+    def score(text, cand, p):
+        d = parse_description(text, params=p)
+        return glyph_score(d.glyphs, d.concepts, cand, attribute_tokens(cand), p.glyph_shapes, p.glyph_labels)
+
+    assert score("Click the down arrow button", desc_button, P6) == 0.9
+    assert score("Click the down arrow button", asc_button, P6) == 0.0
+    assert score("Click the upward arrow", asc_button, P6) == 0.9
+    assert score("Click the down arrow button", desc_button, P5) == 0.0
+    long_label = {"tag": "button", "text": "Sort the list in descending order please", "cls": "x"}
+    assert score("Click the down arrow button", long_label, P6) == 0.0  # a sentence is not a glyph's name
+
+
+# --------------------------------------------------------------------------- on a page
+
+
+@pytest.fixture(scope="module")
+def toolbar_page(browser):
+    with open_page(browser, "toolbar.html") as page:
+        yield page
+
+
+def _chosen(page, text: str, params) -> str | None:
+    target = find_target(page, Act("Click", text), params)
+    return target.chosen["id"] if target.chosen else None
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("Click the small ring button at the far left of the toolbar", "all"),
+    ("Click the button at the far right of the toolbar", "desc"),
+    ("Click the rightmost tab", "t-settings"),
+    ("Click the dark empty button right after the blue dot", "none"),
+    ("Click the button just before the blue dot", "pink"),
+    ("Click the tab right after 'Home'", "t-profile"),
+    ("Click the down arrow button in the toolbar", "desc"),
+    ("Click the up arrow button", "asc"),
+])
+def test_iwr_det_6_finds_controls_named_by_place_and_look(toolbar_page, text, wanted):
+    assert _chosen(toolbar_page, text, DET6) == wanted
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("text", [
+    "Click the small ring button at the far left of the toolbar",
+    "Click the dark empty button right after the blue dot",
+    "Click the down arrow button in the toolbar",
+])
+def test_iwr_det_5_missed_them(toolbar_page, text):
+    """The defects iwr-det-6 fixes, as iwr-det-5 still scores them: no element, or another one."""
+    wanted = {"ring": "all", "empty": "none", "down": "desc"}
+    key = next(k for k in wanted if k in text)
+    assert _chosen(toolbar_page, text, DET5) != wanted[key]
+
+
+@pytest.mark.browser
+def test_a_sequence_anchor_not_on_the_page_leaves_the_place_open(toolbar_page):
+    """'After the purple dot' on a page without one: the cue is unused (no place decides), as a relation's
+    missing anchor is; the description's other words still choose."""
+    target = find_target(toolbar_page, Act("Click", "Click the 'Settings' tab right after the purple dot"), DET6)
+    assert target.chosen["id"] == "t-settings"
+    assert target.chosen["parts"]["position"] == 0.5
+
+
+@pytest.mark.browser
+def test_nothing_on_that_side_of_the_anchor_places_nothing(toolbar_page):
+    """'The tab before Home': Home is the first tab, so no tab gets the position part."""
+    target = find_target(toolbar_page, Act("Click", "Click the tab just before 'Home'"), DET6)
+    assert target.runner_up is not None
+    assert target.chosen["parts"]["position"] == 0.0
