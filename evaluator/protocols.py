@@ -372,6 +372,17 @@ _DET4_ASSERTION = {
                                    "copy's class change)."),
 }
 
+_DET6_ASSERTION = {
+    **_DET4_ASSERTION,
+    "idle_phrases": (True, "'The carousel slides one card: Slide 2 is now the first card in view': the reference's "
+                           "view changed (Slide 1 left it, Slide 2 came in), while a scripts-stripped snapshot showed "
+                           "'Slide 2' before and after its arrow merely nudged the page; iwr-det-5 let that phrase "
+                           "carry the step. A state phrase the page showed before and after alike (in its document "
+                           "and its view) where the reference's words changed is no evidence of the action; a step "
+                           "whose phrases are all such is decided by the word delta (the page's added and removed "
+                           "words against the reference's)."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -475,8 +486,8 @@ class Protocol:
 
 
 # Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-6 since the
-# calibration of 2026-12-06: every tuning reference page at IFS 1.0 and recall 0.956 to 0.978, the held-out
-# half task by task the same as under iwr-det-5; iwr-det-5 had replaced iwr-det-4 on 2026-12-05, as
+# calibration of 2026-12-06: every tuning reference page at IFS 1.0, tuning recall 0.956 to 0.978 and
+# held-out precision 0.921 to 0.934, nothing lower on either half; iwr-det-5 had replaced iwr-det-4 on 2026-12-05, as
 # iwr-det-4 iwr-det-3 and iwr-det-3 iwr-det-2 before it); an earlier version is kept under its full name
 # so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
@@ -523,9 +534,10 @@ PROTOCOLS: dict[str, Protocol] = {
         name="iwr-det",
         version="6",
         description="iwr-det-5 with controls named by where they sit among look-alikes ('at the far left of the "
-                    "toolbar', 'right after the pink dot'), look words that name nothing ('the empty button') "
-                    "and sort words naming arrows. No LLM, no model weights.",
-        sections={"targeting": _DET6_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
+                    "toolbar', 'right after the pink dot'), look words that name nothing ('the empty button'), "
+                    "sort words naming arrows, and a state phrase the page showed all along no evidence where "
+                    "the reference's words changed. No LLM, no model weights.",
+        sections={"targeting": _DET6_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

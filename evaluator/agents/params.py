@@ -185,4 +185,7 @@ class AssertionParams(_Section):
     unasserted_reaction: bool = False
     # iwr-det-4: with nothing checkable, a page whose words changed, none of them as the reference's did, fails
     unphrased_text_delta: bool = False
+    # iwr-det-6: where the reference's words changed, a state phrase the page showed before and after alike is
+    # no evidence of the action; with every phrase such, the word delta decides
+    idle_phrases: bool = False
 

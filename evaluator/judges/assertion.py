@@ -70,6 +70,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     checks = [_check(ph, texts, p) for ph in phrases]
     checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
     _mark_stale(checks, phrases, action, before, after, reference, p)
+    if p.idle_phrases:
+        _mark_idle(checks, phrases, action, before, after, reference, p)
     if p.element_state:
         checks = _element_checks(assertion, checks, before, after, reference, p)
     if p.unchanged_reference_state and _reference_same(reference, p) and checks:
@@ -215,8 +217,14 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
                                             "the reference's did")
         return Verdict(passed, evidence, f"no checkable phrase: page changed={changed}, expected {expected}")
     held = sum(1 for c in checks if c["holds"]) / len(checks)
-    phrases_hold = _phrases_hold(checks, p)
     agree = delta["f1"] is not None and delta["f1"] >= p.delta_f1
+    if all(c.get("idle") for c in checks) and mode != "unchanged":
+        evidence.update({"phrases_held": round(held, 4), "phrases_idle": True, "deltas_agree": agree})
+        passed = changed and agree
+        why = "page did not change" if not changed else f"every phrase idle in the reference: deltas agree={agree}"
+        return Verdict(passed, evidence, why)
+    checks = [c for c in checks if not c.get("idle")]
+    phrases_hold = _phrases_hold(checks, p)
     evidence.update({"phrases_held": round(held, 4), "phrases_hold": phrases_hold, "deltas_agree": agree})
     if mode == "unchanged":
         passed = phrases_hold
@@ -318,6 +326,24 @@ def _mark_stale(checks, phrases, action, before: PageState, after: PageState, re
         ref_before, ref_after = (_count(phrase, text, p) for text in reference.texts)
         if ref_before > 0 and ref_after != ref_before:
             check.update(holds=False, stale=True, reference=[ref_before, ref_after])
+
+
+def _mark_idle(checks, phrases, action, before: PageState, after: PageState, reference: RefDelta | None,
+               p: AssertionParams) -> None:
+    """iwr-det-6 (``idle_phrases``): "'Slide 2' is now the first card in view", where the reference's view
+    changed (Slide 1 left it, Slide 2 came in) and the page showed 'Slide 2' before and after alike, in its
+    document and in its view. Such a state phrase holds on a page that did nothing: it is marked idle, and a
+    step whose phrases are all idle is decided by the word delta instead. Not for a Scroll: it is meant to
+    change only what is in view, and where the page's layout differs its view may show the phrase all along
+    (as ``_mark_stale`` leaves Scroll actions alone)."""
+    if reference is None or not (reference.added or reference.removed) or getattr(action, "type", "") == "Scroll":
+        return
+    for check, phrase in zip(checks, phrases, strict=False):
+        if phrase.mode != "state" or check.get("stale") or not check["holds"]:
+            continue
+        if check["before"] == check["after"] and \
+                _count(phrase, before.viewport_text, p) == _count(phrase, after.viewport_text, p):
+            check["idle"] = True
 
 
 def _count(phrase: Phrase, text: str, p: AssertionParams) -> int:

@@ -10,6 +10,9 @@ from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.scoring import attribute_tokens
 from evaluator.agents.targeting import find_target
+from evaluator.judges.assertion import judge
+from evaluator.judges.reference import RefDelta
+from evaluator.judges.state import PageState
 from evaluator.protocols import get_protocol
 from tests.evaluator.pages import Act, open_page
 
@@ -150,3 +153,67 @@ def test_nothing_on_that_side_of_the_anchor_places_nothing(toolbar_page):
     target = find_target(toolbar_page, Act("Click", "Click the tab just before 'Home'"), DET6)
     assert target.runner_up is not None
     assert target.chosen["parts"]["position"] == 0.0
+
+
+# --------------------------------------------------------------------------- idle phrases
+
+SLIDES_BEFORE = "Slide 1 Slide 2"
+SLIDES_AFTER = "Slide 2 Slide 3"
+
+
+def _slides(text: str, scroll: float, dom: str = "a") -> PageState:
+    return PageState(url="http://iwr.test/", text="Slide 1 Slide 2 Slide 3 Slide 4", blocks=[{"text": text}],
+                     dom_hash=dom, scrollers={"track": (scroll, 0.0)})
+
+
+def _carousel_moved() -> RefDelta:
+    """The reference's carousel slid one card: 'Slide 1' left the view, 'Slide 3' came in; 'Slide 2' was in
+    view before and after."""
+    return RefDelta(added=["3"], removed=["1"], changed=True, source="reference", scrolled=True,
+                    detail={"pixel_fraction": 0.05}, texts=(SLIDES_BEFORE, SLIDES_AFTER))
+
+
+def _slide(before: PageState, after: PageState, params):
+    action = Act("Click", "Tap the double right arrow (»)",
+                 logical_assertion="The carousel slides one card to the left: 'Slide 2' is now the first card in view")
+    return judge(action, before, after, _carousel_moved(), params)
+
+
+def test_a_phrase_the_reference_showed_unchanged_carries_no_verdict():
+    """A page that only nudged its scroller a few pixels still shows 'Slide 2', as it did before: under
+    iwr-det-6 the phrase is idle and the word delta (nothing left the view) fails the step."""
+    before, nudged = _slides(SLIDES_BEFORE, 0.0), _slides(SLIDES_BEFORE, 12.0)
+    verdict = _slide(before, nudged, DET6)
+    assert not verdict.passed and verdict.evidence["phrases_idle"] is True
+    assert verdict.evidence["phrases"][0]["idle"] is True
+    assert "deltas agree=False" in verdict.reason
+    assert _slide(before, nudged, DET5).passed  # iwr-det-5: the phrase carried the step
+
+
+def test_a_page_that_slides_as_the_reference_did_passes():
+    """The same words leave and enter the view as in the reference: the delta agrees."""
+    verdict = _slide(_slides(SLIDES_BEFORE, 0.0), _slides(SLIDES_AFTER, 300.0, "b"), DET6)
+    assert verdict.passed and verdict.evidence["deltas_agree"] is True
+
+
+def test_a_phrase_that_appears_on_the_page_is_not_idle():
+    """Where 'Slide 2' was not in the page's view before the action and is after, it is the page's change."""
+    verdict = _slide(_slides("Slide 1", 0.0), _slides("Slide 2", 300.0, "b"), DET6)
+    assert verdict.passed
+    assert not verdict.evidence["phrases"][0].get("idle")
+
+
+def test_a_scroll_keeps_its_phrases():
+    """A Scroll changes only what is in view: a page whose layout shows 'Bar Chart' before and after the scroll
+    shows the described state, and the phrase carries the step as under iwr-det-5."""
+    action = Act("Scroll", "Scroll down the charts page", logical_assertion="The 'Bar Chart' card is shown")
+    page = PageState(url="http://iwr.test/", text="Area Chart Bar Chart", blocks=[{"text": "Area Chart Bar Chart"}],
+                     scroll=(0.0, 0.0))
+    scrolled = PageState(url="http://iwr.test/", text="Area Chart Bar Chart",
+                         blocks=[{"text": "Bar Chart Footer Copyright"}], scroll=(0.0, 400.0))
+    reference = RefDelta(added=["bar", "chart"], removed=["area"], changed=True, source="reference", scrolled=True,
+                         texts=("Area Chart", "Bar Chart"))
+    verdict = judge(action, page, scrolled, reference, DET6)
+    assert verdict.passed and not verdict.evidence["phrases"][0].get("idle")
+    assert verdict.evidence["deltas_agree"] is False  # the words in view moved otherwise: the phrase decided
+

@@ -15,7 +15,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-3": "6d7b699ab02ce8b8",
     "iwr-det-4": "43b4d408fa91724d",
     "iwr-det-5": "8969b8e229bbe3b6",
-    "iwr-det-6": "09e1bdd762544e6a",
+    "iwr-det-6": "c9521cd82054f80f",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -65,22 +65,23 @@ def test_iwr_det_5_is_iwr_det_4_plus_textless_terms():
     assert visual_params(old.params["visual"])["textless_terms"] is False  # not the default's value
 
 
-def test_iwr_det_6_is_iwr_det_5_plus_targeting_fixes():
-    """iwr-det-6 keeps every iwr-det-5 value and adds four targeting settings, each off for earlier versions
-    (a targeting section without them reads the defaults, which are off)."""
-    from evaluator.agents.params import TargetingParams
+def test_iwr_det_6_is_iwr_det_5_plus_named_fixes():
+    """iwr-det-6 keeps every iwr-det-5 value and adds four targeting settings and one assertion setting, each
+    off for earlier versions (a section without them reads the defaults, which are off)."""
+    from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-5"), get_protocol("iwr-det-6")
     assert (new.name, new.version) == ("iwr-det", "6") and get_protocol() is new
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    fixes = {"edge_positions", "look_words", "sequence_relations", "glyph_labels"}
-    assert added == {("targeting", key) for key in fixes}
-    assert all(new.reasons["targeting"][key] for key in fixes)
-    earlier = TargetingParams.from_dict(old.params)
-    assert not any(getattr(earlier, key) for key in fixes)
-    assert all(getattr(TargetingParams.from_dict(new.params), key) for key in fixes)
+    fixes = {("targeting", k) for k in ("edge_positions", "look_words", "sequence_relations", "glyph_labels")}
+    fixes.add(("assertion", "idle_phrases"))
+    assert added == fixes
+    assert all(new.reasons[section][key] for section, key in fixes)
+    kinds = {"targeting": TargetingParams, "assertion": AssertionParams}
+    assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
+    assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():

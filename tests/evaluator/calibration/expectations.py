@@ -94,9 +94,8 @@ def _leading(task, test) -> int:
 
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    # Seen with IWR_CALIBRATION=full (2026-12-05, iwr-det-5); the step-level truth names the step the judge missed.
-    ("snapshot-ifs", "glider-carousel-phone"): "issue 14 (tuning half): the snapshot passes 'Tap the double right "
-        "arrow' (IFS 0.1), where the truth says it does not slide the carousel (step 1); the judge stops at step 2",
+    # Seen with IWR_CALIBRATION=full (2026-12-05, iwr-det-5; still so under iwr-det-6, whose idle_phrases made
+    # glider-carousel-phone's snapshot stop at step 1 as its truth says); the truth names the step the judge missed.
     ("snapshot-ifs", "owl-center-phone"): "issue 14 (held-out half): the reference page itself passes only its "
         "leading Scroll (IFS 0.125), so the snapshot's equal IFS is not below half of it",
     # Seen in the calibration report of 2026-12-06 (iwr-det-6), which reaches this copy's step 4 since the
