@@ -354,6 +354,13 @@ _DET6_TARGETING = {
                                  "target is the next look-alike after it (or the last before it) in reading "
                                  "order. iwr-det-4 read 'right' as the right of the page and 'pink dot' as the "
                                  "target's own look."),
+    "header_nouns": (True, "'Click the Age column header to sort by age': 'column header' (or 'table heading') names a "
+                           "table's header cell, a th. iwr-det-5 read 'header' as the page's header region, so on a "
+                           "page whose navigation stood at the top a sidebar link outranked the Age column's th."),
+    "quote_word_bounds": (True, "A quoted label found inside another word is not that label: iwr-det-5 scored 'Age' "
+                                "against a 'Pages' link at 0.82 (a partial match, above the 0.45 acceptance), which "
+                                "an unstyled copy then clicked. The partial match is taken over runs of the name's "
+                                "whole words ('Add to cart' still matches 'Add to cart!'); the plain ratio stays."),
     "glyph_labels": (True, "A sort control drawn as a chevron is named by the order it sorts in: Font Awesome's "
                            "sort-desc is the down caret, MixItUp's buttons say data-sort='default:desc' under a "
                            "hidden 'Desc' label. Glyph names are also read from the control's short own label "
@@ -535,8 +542,9 @@ PROTOCOLS: dict[str, Protocol] = {
         version="6",
         description="iwr-det-5 with controls named by where they sit among look-alikes ('at the far left of the "
                     "toolbar', 'right after the pink dot'), look words that name nothing ('the empty button'), "
-                    "sort words naming arrows, and a state phrase the page showed all along no evidence where "
-                    "the reference's words changed. No LLM, no model weights.",
+                    "sort words naming arrows, column headers, quotes matched on whole words, and a state phrase "
+                    "the page showed all along no evidence where the reference's words changed. No LLM, no model "
+                    "weights.",
         sections={"targeting": _DET6_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),

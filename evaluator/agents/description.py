@@ -118,6 +118,9 @@ EDGE_WORDS = {"leftmost": "left", "rightmost": "right", "topmost": "top", "upper
               "bottommost": "bottom", "lowermost": "bottom"}
 EDGE_SIDES = frozenset("left right top bottom".split())
 EDGE_NOUNS = frozenset("end edge".split())
+# iwr-det-6 (header_nouns): "the 'Age' column header", "the table heading 'Salary'": a header cell of a table.
+HEADER_LEADS = frozenset("column columns col table row".split())
+HEADER_NOUNS = frozenset("header headers heading headings".split())
 # iwr-det-6 (look_words): more words of how a control looks ("the small ring button", "the dark empty
 # button"): like the appearance words above they name nothing, so they are matched against class
 # names only and never make a name the page must show.
@@ -222,10 +225,8 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         desc.glyphs, desc.concepts = description_glyphs(raw), description_concepts(raw, shapes=params.glyph_shapes)
         tokens = [t for t in tokens if not (t.kind == "quote" and all(ch in desc.glyphs for ch in t.word.strip()))]
     _classify(tokens)
-    if params is not None and params.look_words:
-        for t in tokens:
-            if t.kind == "content" and t.word in LOOK_WORDS and not t.capital:
-                t.kind = "appearance"
+    if params is not None:
+        _det6_words(tokens, params)
     ticks = False
     if params is not None and params.check_verbs:
         for t in tokens:
@@ -270,6 +271,26 @@ def _shape_heads(tokens: list[_Token]) -> None:
             j -= 1  # "the blue little dot"
         if j >= 0 and tokens[j].kind == "appearance" and tokens[j].word in COLOUR_WORDS:
             token.kind = "shape"
+
+
+def _det6_words(tokens: list[_Token], params) -> None:
+    """iwr-det-6's readings of single words: table header nouns and look words."""
+    if params.header_nouns:
+        _header_cells(tokens)
+    if params.look_words:
+        for t in tokens:
+            if t.kind == "content" and t.word in LOOK_WORDS and not t.capital:
+                t.kind = "appearance"
+
+
+def _header_cells(tokens: list[_Token]) -> None:
+    """iwr-det-6: "column header" / "table heading" is one role noun, a table's header cell; "header" alone
+    stays the page's header region."""
+    for lead, noun in zip(tokens, tokens[1:], strict=False):
+        if lead.word in HEADER_LEADS and noun.word in HEADER_NOUNS and not (lead.capital or noun.capital) \
+                and lead.kind != "quote" and noun.kind != "quote":
+            for t in (lead, noun):
+                t.kind, t.role = "role", "columnheader"
 
 
 def _edges(tokens: list[_Token]) -> str | None:

@@ -116,6 +116,10 @@ class TargetingParams(_Section):
     look_words: bool = False
     # iwr-det-6: "the button right after the pink dot": the next look-alike from an anchor found by its description
     sequence_relations: bool = False
+    # iwr-det-6: "the 'Age' column header" names a table's header cell (a th), not the page's header
+    header_nouns: bool = False
+    # iwr-det-6: a quoted label matched inside another word ('Age' in "Pages") is no partial match
+    quote_word_bounds: bool = False
     # iwr-det-6: glyph names also read from data-* values and a short own label ("Desc" under a down
     # chevron); sort words name the arrow that draws them (desc: down, asc: up)
     glyph_labels: bool = False

@@ -217,3 +217,39 @@ def test_a_scroll_keeps_its_phrases():
     assert verdict.passed and not verdict.evidence["phrases"][0].get("idle")
     assert verdict.evidence["deltas_agree"] is False  # the words in view moved otherwise: the phrase decided
 
+
+
+# --------------------------------------------------------------------------- table headers, quoted words
+
+
+def test_a_column_header_is_a_table_cell_not_the_page_header():
+    read = _read("Click the 'Age' column header to sort by age")
+    assert read["roles"] == ["columnheader"] and read["regions"] == []
+    assert _read("Click the logo in the header")["regions"] == ["header"]  # alone, still the page's header
+    assert _read("Click the 'Age' column header", P5)["regions"] == ["header"]  # iwr-det-5 as it was
+
+
+def test_a_quoted_label_is_not_found_inside_another_word():
+    from evaluator.agents.scoring import quote_match
+
+    assert quote_match("age", "pages") > P5.accept_threshold  # iwr-det-5: 'Age' matched "Pages" at 0.82
+    assert quote_match("age", "pages", word_bounds=True) < 0.7
+    assert quote_match("add to cart", "add to cart!", word_bounds=True) == 1.0
+    assert quote_match("salary", "salary: activate to sort", word_bounds=True) == quote_match(
+        "salary", "salary: activate to sort")
+
+
+@pytest.fixture(scope="module")
+def table_page(browser):
+    with open_page(browser, "table_header.html") as page:
+        yield page
+
+
+@pytest.mark.browser
+def test_the_column_header_is_found_under_a_top_navigation(table_page):
+    """A page whose navigation ('Pages', 'Messages') stands at the top, above a sortable table: iwr-det-6
+    clicks the Age column's header; iwr-det-5 clicked the 'Pages' link, its 'header' and its 'age'."""
+    action = Act("Click", "Click the 'Age' column header to sort by age")
+    chosen = find_target(table_page, action, DET6).chosen
+    assert (chosen["tag"], chosen["parts"]["role"]) == ("th", 1.0)
+    assert find_target(table_page, action, DET5).chosen["text"] == "Pages"
