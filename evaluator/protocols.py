@@ -388,6 +388,12 @@ _DET6_ASSERTION = {
                            "and its view) where the reference's words changed is no evidence of the action; a step "
                            "whose phrases are all such is decided by the word delta (the page's added and removed "
                            "words against the reference's)."),
+    "look_needs_reaction": (True, "MixItUp's 'All' button is highlighted and hovered in the same grey: a copy whose "
+                                  "All button ignored the click showed the hover shade under the pointer, which "
+                                  "element_look took for the reference's highlight ('All is highlighted' passed). "
+                                  "The named element's place only counts as looking like the reference's where the "
+                                  "page reacted at all: its DOM (a class on a parent), URL (a :target highlight), "
+                                  "form state or a field's focus changed (a click focuses any button)."),
 }
 
 # ---------------------------------------------------------------------------

@@ -192,4 +192,7 @@ class AssertionParams(_Section):
     # iwr-det-6: where the reference's words changed, a state phrase the page showed before and after alike is
     # no evidence of the action; with every phrase such, the word delta decides
     idle_phrases: bool = False
+    # iwr-det-6: the named element only looks like the reference's (element_look) where the page reacted at all:
+    # its DOM, URL, focus or form state changed (a hover shade under the pointer is no highlight)
+    look_needs_reaction: bool = False
 

@@ -54,6 +54,8 @@ def element_check(name: str, before, after, reference, params) -> dict | None:
     look = None
     if expected and not changed and params.element_look:
         look = _looks_like_reference(before, after, reference, boxes, params)
+        if look and params.look_needs_reaction and not _reacted(before, after):
+            look = False
     holds = (changed or bool(look)) if expected is None or expected else not changed
     out = {"phrase": name, "kind": "element", "mode": "appearance" if expected is not False else "state",
            "element_changed": changed, "reference_change": None if ref_fraction is None else round(ref_fraction, 4),
@@ -78,6 +80,15 @@ def _looks_like_reference(before, after, reference, boxes: list, params) -> bool
                 and differs < params.element_change_fraction:
             return True
     return False
+
+
+def _reacted(before, after) -> bool:
+    """iwr-det-6 (``look_needs_reaction``): the page did something besides being pointed at: its DOM (a class
+    on a parent), URL (a :target highlight), form state or the focus of a field changed. The pointer resting on
+    a clicked control shades it by :hover, and the click focuses it, which a page that ignored the click shows
+    as much as one that did not."""
+    return (before.dom_hash != after.dom_hash or before.url != after.url or before.values != after.values
+            or before.checked != after.checked or before.focus != after.focus and after.focus_editable)
 
 
 def _same_place(before, reference, box: list, params) -> bool:

@@ -15,6 +15,7 @@ from evaluator.judges.reference import RefDelta
 from evaluator.judges.state import PageState
 from evaluator.protocols import get_protocol
 from tests.evaluator.pages import Act, open_page
+from tests.evaluator.test_judge_det3 import GREEN_BOX, _green, _png, _state
 
 DET5 = get_protocol("iwr-det-5").params
 DET6 = get_protocol("iwr-det-6").params
@@ -253,3 +254,39 @@ def test_the_column_header_is_found_under_a_top_navigation(table_page):
     chosen = find_target(table_page, action, DET6).chosen
     assert (chosen["tag"], chosen["parts"]["role"]) == ("th", 1.0)
     assert find_target(table_page, action, DET5).chosen["text"] == "Pages"
+
+
+# --------------------------------------------------------------------------- a look needs a reaction
+
+GREY, HIGHLIGHT = (68, 68, 68), (63, 63, 63)  # a toolbar's buttons; the active (and the hovered) one
+
+
+def _grey_highlight_reference(tmp_path) -> RefDelta:
+    """The reference's 'Green' took a highlight five levels darker, the rest of the view stood still: a
+    reference whose checkpoints count as the same, whose named element changed at the fine tolerance."""
+    before, after = tmp_path / "ref_0.png", tmp_path / "ref_1.png"
+    before.write_bytes(_png(rgb=GREY))
+    after.write_bytes(_png(rgb=GREY, box=GREEN_BOX, fill=HIGHLIGHT))
+    return RefDelta(changed=False, source="reference", scrolled=False, detail={"pixel_fraction": 0.0001},
+                    texts=("Green Blue Pink", "Green Blue Pink"), images=(before, after))
+
+
+def test_a_hover_shade_is_not_the_reference_highlight(tmp_path):
+    """A page that ignored the click shows only the pointer's hover shade on Green, the same grey as the
+    reference's highlight: iwr-det-5 took it for the highlight, iwr-det-6 asks for a reaction first. A page
+    that marked Green's parent active (its DOM changed) and looks the same still passes."""
+    reference = _grey_highlight_reference(tmp_path)
+    before = _state(_green("control"), _png(rgb=GREY))
+    hovered = _state(_green("control"), _png(rgb=GREY, box=GREEN_BOX, fill=HIGHLIGHT))
+    assert hovered.dom_hash == before.dom_hash
+    assertion = "'Green' is highlighted"
+    assert _judge(assertion, before, hovered, reference, DET5).passed
+    verdict = _judge(assertion, before, hovered, reference, DET6)
+    assert not verdict.passed and verdict.evidence["phrases"][0]["looks_like_reference"] is False
+    parent_marked = _state(_green("control"), _png(rgb=GREY, box=GREEN_BOX, fill=HIGHLIGHT))
+    parent_marked.dom_hash = "li.active"
+    assert _judge(assertion, before, parent_marked, reference, DET6).passed
+
+
+def _judge(assertion, before, after, reference, params):
+    return judge(Act("Click", "Click it", logical_assertion=assertion), before, after, reference, params)

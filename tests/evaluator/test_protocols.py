@@ -15,7 +15,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-3": "6d7b699ab02ce8b8",
     "iwr-det-4": "43b4d408fa91724d",
     "iwr-det-5": "8969b8e229bbe3b6",
-    "iwr-det-6": "da36f81c92770ec0",
+    "iwr-det-6": "cd323ec972021044",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -66,7 +66,7 @@ def test_iwr_det_5_is_iwr_det_4_plus_textless_terms():
 
 
 def test_iwr_det_6_is_iwr_det_5_plus_named_fixes():
-    """iwr-det-6 keeps every iwr-det-5 value and adds six targeting settings and one assertion setting, each
+    """iwr-det-6 keeps every iwr-det-5 value and adds six targeting settings and two assertion settings, each
     off for earlier versions (a section without them reads the defaults, which are off)."""
     from evaluator.agents.params import AssertionParams, TargetingParams
 
@@ -77,7 +77,7 @@ def test_iwr_det_6_is_iwr_det_5_plus_named_fixes():
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
     fixes = {("targeting", k) for k in ("edge_positions", "look_words", "sequence_relations", "glyph_labels",
                                         "header_nouns", "quote_word_bounds")}
-    fixes.add(("assertion", "idle_phrases"))
+    fixes |= {("assertion", "idle_phrases"), ("assertion", "look_needs_reaction")}
     assert added == fixes
     assert all(new.reasons[section][key] for section, key in fixes)
     kinds = {"targeting": TargetingParams, "assertion": AssertionParams}
