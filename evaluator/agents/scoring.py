@@ -144,8 +144,10 @@ def candidate_roles(cand: dict) -> set[str]:
         roles.add("icon")
     if not roles:
         roles.add("generic")
-    if tag == "th":  # iwr-det-6 (header_nouns): what "the column header" names; beside generic, so no role
-        roles.add("columnheader")  # an earlier version reads changes
+    # iwr-det-6 (header_nouns): a th is what "the column header" names. Added after the generic fallback, so
+    # a th keeps the roles earlier versions gave it and no role score of theirs changes.
+    if tag == "th":
+        roles.add("columnheader")
     return roles
 
 
