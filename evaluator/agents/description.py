@@ -129,6 +129,7 @@ LOOK_WORDS = frozenset("ring rings hollow outlined outline empty blank plain fil
 # the next (or previous) look-alike in reading order from an anchor found by its own description.
 SEQUENCE_WORDS = {"after": "after", "following": "after", "before": "before", "preceding": "before"}
 SEQUENCE_LEADS = frozenset("right just immediately directly".split())
+SEQUENCE_KINDS = frozenset(SEQUENCE_WORDS.values())
 ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "heading", "title": "heading",
                 "label": "label"}
 
@@ -147,11 +148,11 @@ class Relation:
 
     @property
     def empty(self) -> bool:
-        return not (self.quotes or self.words or self.role or self.kind in ("after", "before") and self.phrase)
+        return not (self.quotes or self.words or self.role or self.kind in SEQUENCE_KINDS and self.phrase)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "quotes": self.quotes, "words": self.words, "role": self.role,
-                **({"phrase": self.phrase} if self.kind in ("after", "before") else {})}
+                **({"phrase": self.phrase} if self.kind in SEQUENCE_KINDS else {})}
 
 
 @dataclass
@@ -202,7 +203,7 @@ class _Token:
     word: str        # lower case (a quote keeps its text)
     capital: bool    # written with a capital (and not the sentence's first word)
     kind: str = "content"  # content | stop | action | role | region | ordinal | appearance | quote | break
-    #                        (and with later protocols: grid | shape | edge | ring | relation)
+    #                        (and with later protocols: grid | shape | edge | relation)
     phase: str = "target"  # target | anchor (locates the target) | purpose ("to add it to the cart")
     role: str | None = None
     relation: int | None = None  # index of the relation whose anchor this token names

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from rapidfuzz import fuzz
 
 from evaluator.agents.colours import look_score
-from evaluator.agents.description import PICTURE_WORDS, Description, parse_description
+from evaluator.agents.description import PICTURE_WORDS, SEQUENCE_KINDS, Description, parse_description
 from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import between_score, relation_score, resolved_anchors
@@ -465,21 +465,12 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
     """"the second Add button": the n-th, in reading order, of the candidates that match best otherwise."""
     if not scored:
         return
-    top_text = max(s.parts["text"] for s in scored)
-    top_role = max(s.parts["role"] for s in scored)
-    top_pos = max(s.parts["position"] for s in scored)
-    group = [s for s in scored if s.parts["text"] >= top_text - params.ordinal_text_margin
-             and s.parts["role"] >= top_role and (not desc.regions or s.parts["position"] >= 0.99 * top_pos)]
-    group = reading_order(group)
+    group = reading_order(_look_alikes(desc, scored, params))
     n = desc.ordinal
     pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
     for s in scored:
         ordinal = 1.0 if s is pick else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
-
-
-# iwr-det-6 (sequence_relations): relation kinds placed by reading order from an anchor found by its description.
-SEQUENCE_KINDS = ("after", "before")
 
 
 def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dict, params: TargetingParams) -> None:

@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from evaluator.agents.description import Description, parse_description
+from evaluator.agents.description import SEQUENCE_KINDS, Description, parse_description
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import anchor_specs
-from evaluator.agents.scoring import SEQUENCE_KINDS, Scored, score_candidates
+from evaluator.agents.scoring import Scored, score_candidates
 from evaluator.agents.words import quoted
 
 LISTENER_TRACKER_JS = r"""

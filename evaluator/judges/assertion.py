@@ -319,9 +319,7 @@ def _mark_stale(checks, phrases, action, before: PageState, after: PageState, re
     if getattr(action, "type", "") == "Scroll":
         return
     for check, phrase in zip(checks, phrases, strict=False):
-        if not (check["holds"] and phrase.mode == "state" and 0 < check["before"] == check["after"]):
-            continue
-        if _count(phrase, before.viewport_text, p) != _count(phrase, after.viewport_text, p):
+        if not (check["holds"] and phrase.mode == "state" and _shown_alike(check, phrase, before, after, p)):
             continue
         ref_before, ref_after = (_count(phrase, text, p) for text in reference.texts)
         if ref_before > 0 and ref_after != ref_before:
@@ -339,11 +337,16 @@ def _mark_idle(checks, phrases, action, before: PageState, after: PageState, ref
     if reference is None or not (reference.added or reference.removed) or getattr(action, "type", "") == "Scroll":
         return
     for check, phrase in zip(checks, phrases, strict=False):
-        if phrase.mode != "state" or check.get("stale") or not check["holds"]:
-            continue
-        if check["before"] == check["after"] and \
-                _count(phrase, before.viewport_text, p) == _count(phrase, after.viewport_text, p):
+        if phrase.mode == "state" and not check.get("stale") and check["holds"] \
+                and _shown_alike(check, phrase, before, after, p):
             check["idle"] = True
+
+
+def _shown_alike(check: dict, phrase: Phrase, before: PageState, after: PageState, p: AssertionParams) -> bool:
+    """The page showed the phrase before and after the action alike: as often in its document, and as often
+    in its view (a stale or an idle phrase is one of these)."""
+    return 0 < check["before"] == check["after"] and \
+        _count(phrase, before.viewport_text, p) == _count(phrase, after.viewport_text, p)
 
 
 def _count(phrase: Phrase, text: str, p: AssertionParams) -> int:
