@@ -368,6 +368,38 @@ _DET6_TARGETING = {
                            "arrow and asc / ascending the up arrow."),
 }
 
+# iwr-det-7: found on the tuning half's off-canvas menu pages (hc-offcanvas-nav), whose reference
+# pages scored IFS 0.000 and 0.083 under iwr-det-6.
+_DET7_TARGETING = {
+    **_DET6_TARGETING,
+    "drawn_glyphs": (True, "'The hamburger icon (three bars)' is often drawn in CSS: an empty span painting one thin "
+                           "bar, with its ::before and ::after painting the other two. No character, class or label "
+                           "says 'bars', so iwr-det-6 matched only the generic 'Open Menu' label and a GitHub link "
+                           "whose address said 'offcanvas' outranked the toggle. A control painting three thin "
+                           "horizontal marks (a part and its pseudo-elements, or three empty stacked siblings; each "
+                           "at most 6 px high and at least three times as wide) now draws the bars glyph and can "
+                           "be called an icon."),
+    "picture_anchor_words": (True, "'The dark theme thumbnail, the second small picture under Theme': 'theme' is "
+                                   "where the picture sits (the heading above it), not a word a picture can show. "
+                                   "iwr-det-6 matched a picture noun only when every other content word was in the "
+                                   "element's name, so no thumbnail matched and the ordinal ranked unrelated links. "
+                                   "A content word that is also the anchor of the description's relation no longer "
+                                   "stops the picture match."),
+    "placed_look_alikes": (True, "'The second small picture under Theme' counts the pictures under the Theme "
+                                 "heading. iwr-det-6 counted every picture on the page in reading order, so a "
+                                 "GitHub link's logo above the heading came first and the first thumbnail was "
+                                 "taken for the second. With a relation in the description (under, beside, left "
+                                 "of ...), an ordinal, an edge word or a sequence counts only the look-alikes whose "
+                                 "position part reaches half the best one's (proximity lowers the farther ones, "
+                                 "which still sit under the heading)."),
+    "own_label_icons": (True, "'The hamburger icon next to Toggle Navigation' is often one link holding both the "
+                              "bars and the words. iwr-det-6 never counted an anchor inside the candidate (its "
+                              "own content is not beside it), so any other control near the words outranked the "
+                              "one that draws the bars beside them. Where the description names an icon or a glyph "
+                              "and the candidate shows one (drawn, an icon class or an image), an anchor inside it "
+                              "satisfies 'next to'."),
+}
+
 _DET4_ASSERTION = {
     **_DET3_ASSERTION,
     "unphrased_text_delta": (True, "An assertion with nothing checkable ('the sidebar is back on the left') used "
@@ -543,7 +575,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET4_TARGETING, "assertion": _DET4_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-6": Protocol(
         name="iwr-det",
         version="6",
         description="iwr-det-5 with controls named by where they sit among look-alikes ('at the far left of the "
@@ -552,6 +584,13 @@ PROTOCOLS: dict[str, Protocol] = {
                     "the page showed all along no evidence where the reference's words changed. No LLM, no model "
                     "weights.",
         sections={"targeting": _DET6_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="7",
+        description="iwr-det-6 with icons drawn in CSS read as the glyphs they draw. No LLM, no model weights.",
+        sections={"targeting": _DET7_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -265,6 +265,38 @@
     return out;
   }
 
+  // iwr-det-7 (drawn_glyphs): an icon drawn by CSS, with no character, class or label naming it.
+  // Three bars: one part painting three thin horizontal marks (itself and its ::before / ::after,
+  // the usual hamburger), or three empty thin sibling marks stacked in one column.
+  function thinMark(s, w, h) {
+    const side = (a) => parseFloat(s["border" + a + "Width"]) || 0;
+    const painted = rgb(s.backgroundColor) || ["Top", "Bottom"].some((a) => side(a) >= 2 && s["border" + a + "Style"] !== "none");
+    const height = h + side("Top") + side("Bottom");
+    return !!painted && height > 0 && height <= 6 && w >= 10 && w >= 3 * height;
+  }
+  function pseudoMarks(n) {
+    let marks = 0;
+    for (const pseudo of ["::before", "::after"]) {
+      const ps = getComputedStyle(n, pseudo);
+      if (!ps.content || ps.content === "none" || ps.display === "none") continue;
+      if (thinMark(ps, parseFloat(ps.width) || 0, parseFloat(ps.height) || 0)) marks++;
+    }
+    return marks;
+  }
+  function drawnGlyphs(el) {
+    const parts = [el, ...Array.from(el.querySelectorAll("span, i, b, em, div, ins")).slice(0, 12)];
+    for (const n of parts) {
+      if (clip(n.textContent) && n !== el) continue;
+      const r = n.getBoundingClientRect();
+      const own = n !== el && !clip(n.textContent) && thinMark(getComputedStyle(n), r.width, r.height) ? 1 : 0;
+      if (own + pseudoMarks(n) >= 3) return ["bars"];
+      const kids = Array.from(n.children).filter((k) => !clip(k.textContent));
+      const thin = kids.filter((k) => { const b = k.getBoundingClientRect(); return thinMark(getComputedStyle(k), b.width, b.height); });
+      if (thin.length >= 3) return ["bars"];
+    }
+    return [];
+  }
+
   function describe(el, tag, style, rect, reasons, hit, clipped, order) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
     const img = imageTexts(el, tag);
@@ -275,6 +307,7 @@
     if (opts.attributeLabels) extra.data_labels = attributeLabels(el, tag);
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
+    if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
     return {
       ...extra,
       order, tag, type,

@@ -150,7 +150,7 @@ def _label_names(cand: dict) -> set[str]:
 def _glyph_names(cand: dict, attribute_tokens: set[str]) -> tuple[set[str], set[str]]:
     """Tokens naming what the candidate shows (attributes, aria-label, title, icon names), with
     neighbouring pairs joined (chevron-right), and its icon and class names run together."""
-    names = set(attribute_tokens)
+    names = set(attribute_tokens) | set(cand.get("drawn", ()))  # drawn: iwr-det-7's CSS-drawn icons only
     for value in (cand.get("aria_label"), cand.get("title"), cand.get("svg_title"), cand.get("alt")):
         names.update(split_identifier(value))
     joined = {a + b for a, b in zip(sorted(names), sorted(names)[1:], strict=False)}  # chevron-right

@@ -123,6 +123,14 @@ class TargetingParams(_Section):
     # iwr-det-6: glyph names also read from data-* values and a short own label ("Desc" under a down
     # chevron); sort words name the arrow that draws them (desc: down, asc: up)
     glyph_labels: bool = False
+    # iwr-det-7: an icon drawn in CSS (three thin bars: a span and its ::before / ::after) names its glyph
+    drawn_glyphs: bool = False
+    # iwr-det-7: "the theme thumbnail under Theme": a word that also places the picture is no label it must show
+    picture_anchor_words: bool = False
+    # iwr-det-7: "the second picture under Theme": an ordinal counts only the look-alikes the relation places
+    placed_look_alikes: bool = False
+    # iwr-det-7: "the icon next to 'Toggle Navigation'" may be a control showing that icon beside its own label
+    own_label_icons: bool = False
 
 
 @dataclass(frozen=True)

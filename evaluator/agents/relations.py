@@ -64,12 +64,18 @@ def anchor_specs(desc: Description) -> list[dict]:
 
 
 def relation_score(kind: str, box: list[float], anchors: list[list[float]],
-                   params: TargetingParams | None = None) -> float | None:
+                   params: TargetingParams | None = None, own_label: bool = False) -> float | None:
     """How well ``box`` sits ``kind`` (left, right, above, below, near) of the nearest fitting
-    anchor, in [0, 1]; None when no anchor was found on the page (the cue is then unused)."""
+    anchor, in [0, 1]; None when no anchor was found on the page (the cue is then unused).
+
+    An anchor inside the candidate is its own content, never beside it; with ``own_label``
+    (iwr-det-7: the candidate draws the icon the description names) "the icon next to 'Toggle
+    Navigation'" is the control whose icon sits beside that label of its own, so it fits."""
     if not anchors:
         return None
     p = params or TargetingParams()
+    if own_label and kind == "near" and any(_inside_share(a, box) >= OWN_CONTENT for a in anchors):
+        return 1.0
     return max((_fit(kind, box, a, p) for a in anchors if _inside_share(a, box) < OWN_CONTENT), default=0.0)
 
 

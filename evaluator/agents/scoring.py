@@ -142,6 +142,8 @@ def candidate_roles(cand: dict) -> set[str]:
         roles.add("image" if len(cand.get("text", "")) > 2 or cand.get("bg_image") else "icon")
     if cand.get("icons") and len(cand.get("text", "")) <= 2:
         roles.add("icon")
+    if cand.get("drawn"):  # iwr-det-7 (drawn_glyphs): it draws an icon in CSS beside whatever it says
+        roles.add("icon")
     if not roles:
         roles.add("generic")
     # iwr-det-6 (header_nouns): a th is what "the column header" names. Added after the generic fallback, so
@@ -197,7 +199,7 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     if params.glyph_words:
         best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand), params.glyph_shapes,
                                        params.glyph_labels))
-    if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc):
+    if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc, params):
         best = max(best, PICTURE_MATCH)
     if params.colour_words and desc.colours:
         best = max(best, look_score(desc, cand))
@@ -229,9 +231,12 @@ def _value_score(desc: Description, value: str, params: TargetingParams) -> floa
     return best
 
 
-def _only_picture_words(desc: Description) -> bool:
-    """The description names the picture and nothing else the element would have to say."""
-    return not desc.quotes and all(w in PICTURE_WORDS for w in desc.content)
+def _only_picture_words(desc: Description, params: TargetingParams) -> bool:
+    """The description names the picture and nothing else the element would have to say. With
+    ``picture_anchor_words`` (iwr-det-7) a word the description also places the picture by ("the
+    theme thumbnail under Theme") is said of its surroundings, not by the picture."""
+    around = {w for a in desc.anchors for w in content_words(a)} if params.picture_anchor_words else set()
+    return not desc.quotes and all(w in PICTURE_WORDS or w in around for w in desc.content)
 
 
 def _attribute_text_score(desc: Description, tokens: set[str], params: TargetingParams) -> float:
@@ -420,7 +425,8 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
             cue = between_score(cand["box"], (boxes, pairs[i + 1][1]), params)  # the two sides, read together
             i += 2
         else:
-            cue = relation_score(relation.kind, cand["box"], boxes, params)
+            own_label = _draws_named_icon(desc, cand, params)
+            cue = relation_score(relation.kind, cand["box"], boxes, params, own_label=own_label)
             i += 1
         if cue is not None:
             cues.append(cue)
@@ -428,6 +434,12 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
     if context is not None:
         cues.append(context)
     return _mean(cues) if cues else 0.5
+
+
+def _draws_named_icon(desc: Description, cand: dict, params: TargetingParams) -> bool:
+    """iwr-det-7 (own_label_icons): the description names an icon or glyph and the candidate shows one."""
+    return (params.own_label_icons and bool(desc.glyphs or desc.concepts or "icon" in desc.roles)
+            and bool(cand.get("drawn") or cand.get("icons") or cand.get("images")))
 
 
 def context_score(desc: Description, cand: dict, params: TargetingParams,
@@ -555,8 +567,22 @@ def _look_alikes(desc: Description, scored: list[Scored], params: TargetingParam
     top_role = max(s.parts["role"] for s in scored)
     top_pos = max(s.parts["position"] for s in scored)
     placed = regions and desc.regions
-    return [s for s in scored if s.parts["text"] >= top_text - params.ordinal_text_margin
-            and s.parts["role"] >= top_role and (not placed or s.parts["position"] >= 0.99 * top_pos)]
+    group = [s for s in scored if s.parts["text"] >= top_text - params.ordinal_text_margin
+             and s.parts["role"] >= top_role and (not placed or s.parts["position"] >= 0.99 * top_pos)]
+    if params.placed_look_alikes and not placed and _placed_by_relation(desc):
+        # iwr-det-7: "the second picture under Theme" counts the pictures under Theme, not the page's
+        group = [s for s in group if s.parts["position"] >= PLACED_SHARE * top_pos] or group
+    return group
+
+
+# iwr-det-7 (placed_look_alikes): a look-alike counts as placed by the description's relation when its
+# position part reaches this share of the best one's (the farther of two thumbnails under a heading
+# scores lower on proximity than the nearer, yet both sit under it).
+PLACED_SHARE = 0.5
+
+
+def _placed_by_relation(desc: Description) -> bool:
+    return any(r.kind not in SEQUENCE_KINDS for r in desc.relations)
 
 
 def laid_out_rows(items: list[Scored]) -> list[list[Scored]]:

@@ -114,6 +114,7 @@ def find_target(page, action, params=None) -> Target:
         data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
                                                "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
                                                "pictures": p.picture_nouns, "shownValues": p.check_verbs,
+                                               "drawnGlyphs": p.drawn_glyphs and _names_icon(desc),
                                                "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
@@ -131,6 +132,11 @@ def find_target(page, action, params=None) -> Target:
     if target.handle is None:
         target.reason = "the chosen element left the page before it could be used"
     return target
+
+
+def _names_icon(desc: Description) -> bool:
+    """The description names a glyph or an icon: only then are icons drawn in CSS looked for (iwr-det-7)."""
+    return bool(desc.glyphs or desc.concepts or {"icon", "image"} & set(desc.roles))
 
 
 def _sequence(desc: Description, p: TargetingParams) -> bool:

@@ -5,7 +5,10 @@ the split it belongs to (dev or test), the npm package and the page inside it, a
 optionally ``root``: the package folder a web server serves the page from, for pages that
 load files from above their own folder (``../dist/x.js``) or from the site root
 (``/js/x.js``). Such pages are read over a loopback HTTP server (nothing leaves the
-machine); every other page is read from its own folder. Building
+machine); every other page is read from its own folder. ``stand_ins`` maps a remote URL a
+served page loads (a library from a CDN) to the same file in another pinned npm package
+(``jquery/dist/jquery.slim.min.js``): the server hands the page that file instead, so the
+page records offline exactly as it runs online. Building
 records every task with evaluator.authoring and writes ``OUT/<split>/data.jsonl`` plus
 ``OUT/<split>/data/<id>/``. A build is keyed on a hash of the manifest, the scripts, the
 pinned package versions, the evaluator version and the recorder's own code (authoring and
@@ -29,6 +32,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing import get_context
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from evaluator import __version__
 from evaluator.authoring.script import AuthoringError
@@ -71,6 +75,19 @@ def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, str], list[SampleTas
         if task.root is not None and (Path(task.root).is_absolute() or ".." in Path(task.root).parts):
             raise SampleError(f"manifest: task {task.script.name} has a root outside its package: {task.root}")
     return data["packages"], tasks
+
+
+def load_stand_ins(path: Path = MANIFEST) -> dict[str, str]:
+    """Remote URL -> ``package/path`` of the pinned npm file served in its place (served pages only)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    stand_ins = data.get("stand_ins", {})
+    for url, target in stand_ins.items():
+        package, _, inner = target.partition("/")
+        if not url.startswith(("https://", "http://")):
+            raise SampleError(f"manifest: stand-in {url!r} is not a remote URL")
+        if package not in data["packages"] or not inner or ".." in Path(inner).parts:
+            raise SampleError(f"manifest: stand-in for {url} must name a file in a pinned package: {target!r}")
+    return stand_ins
 
 
 def build_key(packages: dict[str, str], tasks: list[SampleTask]) -> str:
@@ -131,7 +148,7 @@ def build_sample(sources: Path, out: Path, force: bool = False, workers: int | N
     started = time.monotonic()
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
-    with _served_roots(sources, tasks) as served:
+    with _served_roots(sources, tasks, load_stand_ins()) as served:
         jobs = [(served.get(task.script, str(task.site(sources))), str(task.script), str(staging / task.split))
                 for task in tasks]
         records = _author_all(jobs, workers or default_workers(), log)
@@ -144,8 +161,11 @@ def build_sample(sources: Path, out: Path, force: bool = False, workers: int | N
 
 
 @contextmanager
-def _served_roots(sources: Path, tasks: list[SampleTask]):
-    """script -> loopback URL of its page, for the tasks that name a ``root``; one server per root."""
+def _served_roots(sources: Path, tasks: list[SampleTask], stand_ins: dict[str, str] | None = None):
+    """script -> loopback URL of its page, for the tasks that name a ``root``; one server per root.
+
+    Each server also answers ``/_npm/<package>/<path>`` from the pinned packages named by
+    ``stand_ins``, and its HTML pages have those remote URLs pointed there."""
     servers: dict[Path, ThreadingHTTPServer] = {}
     urls: dict[Path, str] = {}
     try:
@@ -154,7 +174,7 @@ def _served_roots(sources: Path, tasks: list[SampleTask]):
                 continue
             folder = (sources / task.package / task.root).resolve()
             if folder not in servers:
-                servers[folder] = _serve(folder)
+                servers[folder] = _serve(folder, sources, stand_ins or {})
             port = servers[folder].server_address[1]
             urls[task.script] = f"http://127.0.0.1:{port}/{task.page}"
         yield {script: url for script, url in urls.items()}
@@ -164,14 +184,55 @@ def _served_roots(sources: Path, tasks: list[SampleTask]):
             server.server_close()
 
 
+STAND_IN_PREFIX = "/_npm/"
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
+    sources: Path | None = None
+    stand_ins: dict[str, str] = {}
+
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass
 
+    def do_GET(self):  # noqa: N802 - the base class's name
+        path = unquote(urlsplit(self.path).path)
+        if path.startswith(STAND_IN_PREFIX):
+            return self._send(self._stand_in(path[len(STAND_IN_PREFIX):]), path)
+        if self.stand_ins and path.endswith((".html", ".htm", "/")):
+            file = Path(self.translate_path(self.path))
+            file = file / "index.html" if file.is_dir() else file
+            if file.is_file():
+                text = file.read_text(encoding="utf-8", errors="surrogateescape")
+                for url, target in self.stand_ins.items():
+                    text = text.replace(url, STAND_IN_PREFIX + target)
+                return self._send(text.encode("utf-8", errors="surrogateescape"), str(file))
+        return super().do_GET()
 
-def _serve(folder: Path) -> ThreadingHTTPServer:
+    def _stand_in(self, target: str) -> bytes | None:
+        """A file of a package a stand-in names (a stylesheet's fonts beside it too); None otherwise."""
+        packages = {named.partition("/")[0] for named in self.stand_ins.values()}
+        package = target.partition("/")[0]
+        if self.sources is None or package not in packages:
+            return None
+        root = (self.sources / package).resolve()
+        file = (self.sources / target).resolve()
+        return file.read_bytes() if file.is_relative_to(root) and file.is_file() else None
+
+    def _send(self, body: bytes | None, name: str) -> None:
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(name))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _serve(folder: Path, sources: Path | None = None, stand_ins: dict[str, str] | None = None) -> ThreadingHTTPServer:
     """A static file server for ``folder`` on a free loopback port, answering in a daemon thread."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(folder)))
+    handler = type("_Handler", (_QuietHandler,), {"sources": sources, "stand_ins": dict(stand_ins or {})})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

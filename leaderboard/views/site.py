@@ -30,7 +30,15 @@ def about(request):
               for split in (Split.TEST, Split.DEV)]
     return render(request, "leaderboard/about.html",
                   {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB, "official": _official(),
-                   "validation": judge_validation()})
+                   "validation": judge_validation(), "default_protocol": _default_protocol()})
+
+
+def _default_protocol() -> dict:
+    """The protocol a bare ``iwr-det`` means on this site (the evaluator's registry decides, not the page)."""
+    from evaluator.protocols import get_protocol
+
+    protocol = get_protocol()
+    return {"name": protocol.name, "version": protocol.version, "full_name": protocol.full_name}
 
 
 VALIDATION_FILE = Path(__file__).resolve().parents[1] / "data" / "judge_validation.json"

@@ -16,15 +16,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-4": "43b4d408fa91724d",
     "iwr-det-5": "8969b8e229bbe3b6",
     "iwr-det-6": "cd323ec972021044",
+    "iwr-det-7": "079458e870b25ae6",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_6():
-    """The default protocol is iwr-det, version 6; versions 2 to 5 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_7():
+    """The default protocol is iwr-det, version 7; versions 2 to 6 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "6", "iwr-det-6")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "2345"] == ["2", "3", "4", "5"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "7", "iwr-det-7")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "23456"] == ["2", "3", "4", "5", "6"]
     assert not protocol.requires_llm
 
 
@@ -71,7 +72,7 @@ def test_iwr_det_6_is_iwr_det_5_plus_named_fixes():
     from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-5"), get_protocol("iwr-det-6")
-    assert (new.name, new.version) == ("iwr-det", "6") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "6")
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -83,6 +84,24 @@ def test_iwr_det_6_is_iwr_det_5_plus_named_fixes():
     kinds = {"targeting": TargetingParams, "assertion": AssertionParams}
     assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
     assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
+
+
+def test_iwr_det_7_is_iwr_det_6_plus_named_fixes():
+    """iwr-det-7 keeps every iwr-det-6 value and adds four targeting settings found on the off-canvas menu
+    pages of the tuning half, each off for earlier versions."""
+    from evaluator.agents.params import TargetingParams
+
+    old, new = get_protocol("iwr-det-6"), get_protocol("iwr-det-7")
+    assert (new.name, new.version) == ("iwr-det", "7") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    fixes = {("targeting", k) for k in ("drawn_glyphs", "picture_anchor_words", "placed_look_alikes",
+                                        "own_label_icons")}
+    assert added == fixes
+    assert all(new.reasons[section][key] for section, key in fixes)
+    assert not any(getattr(TargetingParams.from_dict(old.params), key) for _, key in fixes)
+    assert all(getattr(TargetingParams.from_dict(new.params), key) for _, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -143,8 +162,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-6 finds its protocol."""
-    assert get_protocol("iwr-det-6") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-7 finds its protocol."""
+    assert get_protocol("iwr-det-7") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-6") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-5") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-4") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-3") is not get_protocol("iwr-det")
@@ -153,7 +173,8 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    with pytest.raises(ValueError, match="iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-official"):
+    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-official"
+    with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 
 

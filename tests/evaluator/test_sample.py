@@ -208,3 +208,60 @@ def test_pages_with_a_root_are_served_from_that_folder_on_loopback(tmp_path):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/demo/index.html")
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         assert opener.open(url.replace("demo/index.html", "dist/app.js"), timeout=5).read() == b"window.ok = 1;"
+
+
+def _stand_in_sources(root: Path) -> Path:
+    (root / "site" / "docs").mkdir(parents=True)
+    (root / "lib" / "dist").mkdir(parents=True)
+    (root / "lib" / "dist" / "lib.js").write_text("window.lib = 1;")
+    (root / "lib" / "dist" / "font.woff2").write_bytes(b"wOF2")
+    (root / "other").mkdir()
+    (root / "other" / "secret.txt").write_text("not served")
+    (root / "site" / "docs" / "index.html").write_text(
+        '<script src="https://cdn.example.com/lib-1.0.min.js"></script><p>page</p>')
+    return root
+
+
+def test_served_pages_load_their_cdn_library_from_the_pinned_npm_package(tmp_path):
+    """A remote URL named in ``stand_ins`` is pointed at the pinned package's file, which the server hands
+    out (and the files beside it, such as a stylesheet's fonts); other packages and paths are not served."""
+    import urllib.error
+    import urllib.request
+
+    sources = _stand_in_sources(tmp_path / "npm")
+    task = SampleTask(tmp_path / "x.json", "dev", "site", "index.html", "docs")
+    stand_ins = {"https://cdn.example.com/lib-1.0.min.js": "lib/dist/lib.js"}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with build._served_roots(sources, [task], stand_ins) as served:
+        url = served[task.script]
+        page = opener.open(url, timeout=5).read().decode()
+        assert '<script src="/_npm/lib/dist/lib.js">' in page and "cdn.example.com" not in page
+        origin = url.rsplit("/", 1)[0]
+        assert opener.open(origin + "/_npm/lib/dist/lib.js", timeout=5).read() == b"window.lib = 1;"
+        assert opener.open(origin + "/_npm/lib/dist/font.woff2", timeout=5).read() == b"wOF2"
+        for refused in ("/_npm/other/secret.txt", "/_npm/lib/../other/secret.txt", "/_npm/lib/dist/none.js"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                opener.open(origin + refused, timeout=5)
+            assert err.value.code == 404, refused
+
+
+def test_a_stand_in_must_be_a_remote_url_for_a_file_of_a_pinned_package(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    base = {"packages": {"jquery": "3.5.1"}, "tasks": []}
+    manifest.write_text(json.dumps({**base, "stand_ins": {"https://cdn.example.com/x.js": "jquery/dist/x.js"}}))
+    assert build.load_stand_ins(manifest) == {"https://cdn.example.com/x.js": "jquery/dist/x.js"}
+    for stand_ins, message in (({"/local/x.js": "jquery/dist/x.js"}, "is not a remote URL"),
+                               ({"https://cdn.example.com/x.js": "react/x.js"}, "must name a file in a pinned package"),
+                               ({"https://cdn.example.com/x.js": "jquery/../../etc/passwd"}, "must name a file")):
+        manifest.write_text(json.dumps({**base, "stand_ins": stand_ins}))
+        with pytest.raises(SampleError, match=message):
+            build.load_stand_ins(manifest)
+
+
+def test_the_sample_loads_nothing_remote_except_through_a_stand_in():
+    """Every stand-in of the real manifest names a pinned package's file that setup fetches."""
+    packages, _ = load_manifest()
+    for url, target in build.load_stand_ins().items():
+        assert url.startswith("https://") and target.partition("/")[0] in packages
+        if NPM.is_dir():
+            assert (NPM / target).is_file(), target

@@ -31,11 +31,23 @@ def test_the_committed_figures_are_consistent():
     document = json.loads(VALIDATION_FILE.read_text())
     corpus = document["corpus"]
     assert corpus["tuning_tasks"] + corpus["held_out_tasks"] == corpus["tasks"]
+    assert document["runs"][-1]["corpus"] == corpus  # the latest runs measure today's corpus
     for run in document["runs"]:
         assert set(run["halves"]) == {"tuning", "held_out"}
+        measured = run["corpus"]  # the corpus of the day it was measured (the tuning half has grown)
+        assert measured["tuning_tasks"] + measured["held_out_tasks"] == measured["tasks"]
         for half, figures in run["halves"].items():
-            assert figures["tasks"] == corpus[f"{half}_tasks"]
+            assert figures["tasks"] == measured[f"{half}_tasks"]
             assert 0 <= figures["relations_held"] <= figures["relations_total"]
             assert 0 <= figures["reference_ifs_1"] <= figures["tasks"]
             assert 0 <= figures["stops_at_truth"] <= figures["stops_total"]
             assert 0 <= figures["step_precision"] <= 1 and 0 <= figures["step_recall"] <= 1
+
+
+def test_the_protocol_table_names_the_version_a_bare_name_means(client):
+    """The About page's protocol table takes the default version from the evaluator's registry."""
+    from evaluator.protocols import get_protocol
+
+    page = client.get("/about/").content.decode()
+    assert f"default: version {get_protocol().version}</span>" in page
+    assert f"<code>{get_protocol().full_name}</code>" in page
