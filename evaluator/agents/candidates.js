@@ -287,8 +287,8 @@
     const parts = [el, ...Array.from(el.querySelectorAll("span, i, b, em, div, ins")).slice(0, 12)];
     for (const n of parts) {
       if (clip(n.textContent) && n !== el) continue;
-      const r = n.getBoundingClientRect();
-      const own = n !== el && !clip(n.textContent) && thinMark(getComputedStyle(n), r.width, r.height) ? 1 : 0;
+      const r = n.getBoundingClientRect();  // a part other than the control itself is textless here
+      const own = n !== el && thinMark(getComputedStyle(n), r.width, r.height) ? 1 : 0;
       if (own + pseudoMarks(n) >= 3) return ["bars"];
       const kids = Array.from(n.children).filter((k) => !clip(k.textContent));
       const thin = kids.filter((k) => { const b = k.getBoundingClientRect(); return thinMark(getComputedStyle(k), b.width, b.height); });

@@ -415,6 +415,7 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
     left of the input"), and the enclosing block's text when it names what the element does not."""
     cues = [region_score(r, cand, geometry) for r in desc.regions]
     pairs = list(zip(desc.relations, anchors or [], strict=False))
+    own_label = _draws_named_icon(desc, cand, params)
     i = 0
     while i < len(pairs):
         relation, boxes = pairs[i]
@@ -425,7 +426,6 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
             cue = between_score(cand["box"], (boxes, pairs[i + 1][1]), params)  # the two sides, read together
             i += 2
         else:
-            own_label = _draws_named_icon(desc, cand, params)
             cue = relation_score(relation.kind, cand["box"], boxes, params, own_label=own_label)
             i += 1
         if cue is not None:

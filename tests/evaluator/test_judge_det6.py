@@ -15,7 +15,7 @@ from evaluator.judges.reference import RefDelta
 from evaluator.judges.state import PageState
 from evaluator.protocols import get_protocol
 from tests.evaluator.pages import Act, open_page
-from tests.evaluator.test_judge_det3 import GREEN_BOX, _green, _png, _state
+from tests.evaluator.test_judge_det3 import GREEN_BOX, _green, _png, _state, chosen
 
 DET5 = get_protocol("iwr-det-5").params
 DET6 = get_protocol("iwr-det-6").params
@@ -106,11 +106,6 @@ def toolbar_page(browser):
         yield page
 
 
-def _chosen(page, text: str, params) -> str | None:
-    target = find_target(page, Act("Click", text), params)
-    return target.chosen["id"] if target.chosen else None
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize(("text", "wanted"), [
     ("Click the small ring button at the far left of the toolbar", "all"),
@@ -123,7 +118,7 @@ def _chosen(page, text: str, params) -> str | None:
     ("Click the up arrow button", "asc"),
 ])
 def test_iwr_det_6_finds_controls_named_by_place_and_look(toolbar_page, text, wanted):
-    assert _chosen(toolbar_page, text, DET6) == wanted
+    assert chosen(toolbar_page, text, DET6) == wanted
 
 
 @pytest.mark.browser
@@ -136,7 +131,7 @@ def test_iwr_det_5_missed_them(toolbar_page, text):
     """The defects iwr-det-6 fixes, as iwr-det-5 still scores them: no element, or another one."""
     wanted = {"ring": "all", "empty": "none", "down": "desc"}
     key = next(k for k in wanted if k in text)
-    assert _chosen(toolbar_page, text, DET5) != wanted[key]
+    assert chosen(toolbar_page, text, DET5) != wanted[key]
 
 
 @pytest.mark.browser

@@ -10,6 +10,7 @@ from evaluator.agents.params import TargetingParams
 from evaluator.agents.targeting import find_target
 from evaluator.protocols import get_protocol
 from tests.evaluator.pages import Act, open_page
+from tests.evaluator.test_judge_det3 import chosen
 
 DET6 = get_protocol("iwr-det-6").params
 DET7 = get_protocol("iwr-det-7").params
@@ -21,15 +22,6 @@ def icons_page(browser):
         yield page
 
 
-def _target(page, text: str, params):
-    return find_target(page, Act("Click", text), params)
-
-
-def _chosen(page, text: str, params) -> str | None:
-    target = _target(page, text, params)
-    return target.chosen["id"] if target.chosen else None
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize(("text", "wanted"), [
     ("Click the hamburger icon (three bars) next to 'Toggle Navigation'", "toggle"),
@@ -38,7 +30,7 @@ def _chosen(page, text: str, params) -> str | None:
     ("Click the first picture under Theme", "light"),
 ])
 def test_iwr_det_7_finds_drawn_icons_and_placed_pictures(icons_page, text, wanted):
-    assert _chosen(icons_page, text, DET7) == wanted
+    assert chosen(icons_page, text, DET7) == wanted
 
 
 @pytest.mark.browser
@@ -48,13 +40,13 @@ def test_iwr_det_7_finds_drawn_icons_and_placed_pictures(icons_page, text, wante
 ])
 def test_iwr_det_6_missed_them(icons_page, text, wanted):
     """The defects iwr-det-7 fixes, as iwr-det-6 still scores them: another element, or none."""
-    assert _chosen(icons_page, text, DET6) != wanted
+    assert chosen(icons_page, text, DET6) != wanted
 
 
 @pytest.mark.browser
 def test_three_stacked_empty_marks_draw_bars_too(icons_page):
     """Three thin empty siblings stacked in a button are bars as well (a 'More' label names no glyph)."""
-    target = _target(icons_page, "Click the three bars button", DET7)
+    target = find_target(icons_page, Act("Click", "Click the three bars button"), DET7)
     assert target.chosen["id"] == "stack"
 
 
