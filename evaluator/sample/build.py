@@ -8,7 +8,8 @@ load files from above their own folder (``../dist/x.js``) or from the site root
 machine); every other page is read from its own folder. ``stand_ins`` maps a remote URL a
 served page loads (a library from a CDN) to the same file in another pinned npm package
 (``jquery/dist/jquery.slim.min.js``): the server hands the page that file instead, so the
-page records offline exactly as it runs online. Building
+page records offline exactly as it runs online (a page may write the URL with ``http:`` or
+protocol-relative, ``//host/path``: the same file). Building
 records every task with evaluator.authoring and writes ``OUT/<split>/data.jsonl`` plus
 ``OUT/<split>/data/<id>/``. A build is keyed on a hash of the manifest, the scripts, the
 pinned package versions, the evaluator version and the recorder's own code (authoring and
@@ -202,9 +203,8 @@ class _QuietHandler(SimpleHTTPRequestHandler):
             file = Path(self.translate_path(self.path))
             file = file / "index.html" if file.is_dir() else file
             if file.is_file():
-                text = file.read_text(encoding="utf-8", errors="surrogateescape")
-                for url, target in self.stand_ins.items():
-                    text = text.replace(url, STAND_IN_PREFIX + target)
+                text = _point_at_stand_ins(file.read_text(encoding="utf-8", errors="surrogateescape"),
+                                           self.stand_ins)
                 return self._send(text.encode("utf-8", errors="surrogateescape"), str(file))
         return super().do_GET()
 
@@ -227,6 +227,16 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def _point_at_stand_ins(text: str, stand_ins: dict[str, str]) -> str:
+    """``text`` with each stand-in's URL pointed at ``/_npm/<package>/<path>``, whether the page writes
+    it with ``https:``, ``http:`` or protocol-relative (``//host/path``, the same file over either)."""
+    for url, target in stand_ins.items():
+        rest = url.split("://", 1)[1]
+        for scheme in ("https:", "http:", ""):
+            text = text.replace(f"{scheme}//{rest}", STAND_IN_PREFIX + target)
+    return text
 
 
 def _serve(folder: Path, sources: Path | None = None, stand_ins: dict[str, str] | None = None) -> ThreadingHTTPServer:

@@ -71,6 +71,36 @@ def test_break_plan_counts_earlier_uses_of_the_same_key_or_element():
     assert plan_break(actions, 5) == Break(5, "click", "#a", None, 2)
 
 
+@pytest.mark.browser
+def test_a_broken_click_on_a_form_control_is_broken_through_its_label_too():
+    """Clicking a radio button's label checks the radio: the copy broken at that click swallows it too,
+    while another radio of the group, and its label, still work."""
+    from evaluator.browser import launch
+
+    page = ("<label><input type='radio' name='t' value='ok' checked>Success</label>"
+            "<label><input type='radio' name='t' value='error'>Error</label>"
+            "<label for='w'>Warning</label><input type='radio' name='t' value='warning' id='w'>")
+    checked = "() => document.querySelector('input:checked').value"
+    with launch() as browser:
+        context = browser.new_context()
+        try:
+            tab = context.new_page()
+            tab.set_content(Break(1, "click", "input[value=error]", None, 1).script(600) + page)
+            # by the pointer, on the label's words (as the judge clicks a target's box), not on the control
+            for label in ("Error", "Warning"):
+                box = tab.get_by_text(label).bounding_box()
+                tab.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)
+                if label == "Error":
+                    after_label = tab.evaluate(checked)
+                    tab.locator("input[value=error]").click()
+                    after_control = tab.evaluate(checked)
+            other = tab.evaluate(checked)
+        finally:
+            context.close()
+    assert after_label == "ok" and after_control == "ok"
+    assert other == "warning"
+
+
 def implementation_cases():
     """Every scored implementation; the misjudged ones are expected to fail for their recorded reason."""
     return [case("implementation", key, example) for key in todomvc_task_keys()

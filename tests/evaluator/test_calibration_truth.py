@@ -142,3 +142,38 @@ def test_an_independent_implementation_is_compared_on_words_and_scroll_only():
     reference, implementation = truth.Replay([s0, s1], {}), truth.Replay([_state(["a"]), other], {})
     assert truth.first_divergence(reference, implementation) == 1
     assert truth.first_divergence(reference, implementation, same_document=False) is None
+
+
+_COUSINS = ("<ul><li>Phones</li><li class='open'>Laptops</li></ul>"
+            "<ul><li>Cables</li><li>Chargers</li></ul>{scripts}")
+
+
+def _read_state(page, html: str) -> dict:
+    page.set_content(html)
+    return page.evaluate(truth.STATE_JS)
+
+
+@pytest.mark.browser
+def test_a_class_moving_between_cousins_is_a_change_and_stripped_scripts_are_not():
+    """The second item of the first list loses 'open' and the second item of the second list gains it:
+    same tag, same index among its siblings, so only the parent's place tells them apart. A copy
+    whose scripts were stripped (or an unstyled one, without its stylesheet links) reads the same places."""
+    from evaluator.browser import launch
+
+    with launch() as browser:
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            before = _read_state(page, _COUSINS.format(scripts=""))
+            moved = _read_state(page, _COUSINS.replace(" class='open'", "").replace(
+                "<li>Chargers</li>", "<li class='open'>Chargers</li>").format(scripts=""))
+            with_scripts = _read_state(page, "<script>1</script><link rel='stylesheet' href='data:text/css,'>"
+                                             + _COUSINS.format(scripts="<script>2</script>"))
+        finally:
+            context.close()
+    step = truth.change(before, moved)
+    assert not step.empty
+    assert step.elements_added == ("li[0/1]", "li[1/1].open")
+    assert step.elements_removed == ("li[0/1].open", "li[1/1]")
+    # the <link> is an element of its own, but it shifts no other element's place
+    assert [e for e in with_scripts["elements"] if not e.startswith("link")] == before["elements"]

@@ -10,7 +10,8 @@ selectors, same settle / clock step / settle after each action. After every step
   hidden`` that its scripts set (no stylesheet is consulted: an unstyled copy has the same text);
 - ``scroll``: the window's scroll position;
 - ``elements`` (compared between pages made from the same document): every element's state
-  that is not styling: tag, classes, its place among its siblings, ``aria-*``, ``checked``,
+  that is not styling: tag, classes, its place (among its siblings, and its parent's and
+  grandparent's among theirs), ``aria-*``, ``checked``,
   ``disabled``, ``open``, ``selected`` and ``value``. The elements the action names (its
   selector) and the assertion names (its quoted phrases) are part of this set; carousels, tabs
   and highlighted items show up here as moved classes.
@@ -36,9 +37,27 @@ STATE_JS = r"""
   const hiddenByPage = (el) => el.hidden || el.getAttribute("aria-hidden") === "true"
     || el.style.display === "none" || el.style.visibility === "hidden";
   const words = [], elements = [];
+  // An element's place: its index among its parent's rendered children, and its parent's and
+  // grandparent's the same way, so that a class moving between cousins (one item of one submenu
+  // to one of another) is a change. Scripts, styles and <link>s are not counted: a scripts-stripped
+  // snapshot has the same places as the page it was taken from.
+  const UNCOUNTED = new Set([...SKIP, "LINK"]);
+  const indexAmongRendered = (el) => {
+    let index = 0;
+    for (let sib = el.previousElementSibling; sib; sib = sib.previousElementSibling)
+      if (!UNCOUNTED.has(sib.tagName)) index += 1;
+    return index;
+  };
+  const PLACE_LEVELS = 3;
+  const placeOf = (el) => {
+    const parts = [];
+    for (let node = el, level = 0; node && node !== document.body && level < PLACE_LEVELS;
+         node = node.parentElement, level += 1)
+      parts.push(indexAmongRendered(node));
+    return parts.reverse().join("/");
+  };
   const describe = (el) => {
-    const parent = el.parentElement;
-    const place = parent ? Array.prototype.indexOf.call(parent.children, el) : 0;
+    const place = placeOf(el);
     const cls = [...el.classList].sort().join(".");
     const attrs = [...el.attributes].filter((a) => a.name.startsWith("aria-") && a.name !== "aria-hidden")
       .map((a) => a.name + "=" + a.value).sort();

@@ -4,7 +4,7 @@
   attribute removed; scripts untouched (it works, it looks wrong).
 - ``broken``: the reference with one interaction disabled at a known action ``k``: the
   events that action needs are swallowed before any page handler sees them (clicks on its
-  element, its key, input into its field), or the page ends before its scroll. A sound judge
+  element or on a label of it, its key, input into its field), or the page ends before its scroll. A sound judge
   passes actions 1..k-1 and stops at k.
 - ``text_list``: every text the task ever shows (the reference's ``step_k.json`` texts), as
   a plain list. It holds the right words and does nothing.
@@ -137,7 +137,11 @@ class Break:
 _BREAK_JS = r"""
 function (spec) {
   let seen = 0, blocking = false;
-  const hit = (e) => !spec.selector || (e.target instanceof Element && e.target.closest(spec.selector));
+  // The action's element, or a label of it: clicking a form control's label is clicking the control.
+  const labelled = (el) => { const label = el.closest("label"); return !!(label && label.control
+    && label.control.matches(spec.selector)); };
+  const hit = (e) => !spec.selector || (e.target instanceof Element
+    && (e.target.closest(spec.selector) || (spec.kind === "click" && labelled(e.target))));
   const swallow = (e) => { e.preventDefault(); e.stopImmediatePropagation(); };
   const count = (type, test) => window.addEventListener(type, (e) => {
     if (test(e)) { seen += 1; blocking = seen >= spec.from; }
