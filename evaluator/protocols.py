@@ -428,6 +428,29 @@ _DET6_ASSERTION = {
                                   "form state or a field's focus changed (a click focuses any button)."),
 }
 
+# iwr-det-8: found on the tuning half once its truth told cousins apart and its broken copies were broken
+# through labels (hc-offcanvas-phone-settings, toastr's notification demo).
+_DET8_ASSERTION = {
+    **_DET6_ASSERTION,
+    "element_clauses_decide": (True, "\"'Close Button' is ticked, and 'Add behavior on toast close button click' "
+                                     "below it is no longer greyed out\": on a scripts-stripped snapshot the box "
+                                     "ticked natively and the greyed-out option stayed disabled; its element check "
+                                     "failed (the reference's pixels changed at that option, the page's option did "
+                                     "not change and did not look like it), but half of the phrases holding was "
+                                     "enough. "
+                                     "A clause about a named element seen not done now fails the step whatever the "
+                                     "other phrases or the word delta say; only where the reference's change at the "
+                                     "element was measured (not where it scrolled)."),
+    "acting_scroll": (True, "'Tap the dark theme thumbnail' on a phone: the thumbnail lay below the view, so the "
+                            "click scrolled the window first and the page 'changed' (scroll, 93% of the pixels) as "
+                            "the reference did, whatever the tap did; a copy that swallowed the tap passed 'The "
+                            "dark thumbnail now has the gold frame', which names nothing checkable. A click whose "
+                            "target is out of view now scrolls it into view first (as the click would) and keeps "
+                            "that view; where the assertion claims a change (appearance, removal, 'now') and after "
+                            "the click nothing changed (URL, text, DOM, form state, a field's focus, scroll, and "
+                            "every pixel outside the target), the step fails."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -586,11 +609,19 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET6_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-7": Protocol(
         name="iwr-det",
         version="7",
         description="iwr-det-6 with icons drawn in CSS read as the glyphs they draw. No LLM, no model weights.",
         sections={"targeting": _DET7_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="8",
+        description="iwr-det-7 with a named element's clause seen not done failing its step, and a click that "
+                    "scrolled to reach its target judged from the view it reached. No LLM, no model weights.",
+        sections={"targeting": _DET7_TARGETING, "assertion": _DET8_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -366,6 +366,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
     step = _step_record(k, action)
     begin = time.monotonic()
     official = run.official
+    reached = None
     try:
         if official is not None:  # a missing Type text or Press key, inferred by the judge (no page involved)
             official.pause_clock = watchdog.paused  # the judge's waiting is not the page's time
@@ -380,6 +381,9 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
                         if action.type in TARGETED else None
             step.update(_target_record(target))
             with _phase(run, "action"):
+                if official is None and action.type == "Click" and action.logical_assertion \
+                        and (run.params.get("assertion") or {}).get("acting_scroll"):
+                    reached = _reach(session, target)
                 executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
             if step["executed"]:
@@ -392,7 +396,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
         step["reason"] = _failure_reason(None, watchdog, session)
     if step["executed"] and action.logical_assertion:
         with _phase(run, "judge"):
-            step["assertion"] = _judge(run, k, action, before, step["_state"]) if official is None else \
+            step["assertion"] = _judge(run, k, action, before, step["_state"], reached) if official is None else \
                 _official_judge(run, k, action, step)
     elif step["executed"] and official is None and _ignored(run, k, action, before, step.get("_state")):
         step["reacted"] = False
@@ -417,10 +421,38 @@ def _after_action(session, run: TaskRun, k: int, step: dict) -> None:
     step["_blocks"] = after.blocks
 
 
-def _judge(run: TaskRun, k: int, action, before, after) -> dict:
+def _reach(session, target):
+    """iwr-det-8 (``acting_scroll``): scroll the click's target into view as the click itself would, and when
+    that moved the window, the view reached (screenshot, scroll, the target's box) for the judge. None when
+    the target was in view already or the view could not be read (the click then scrolls as before)."""
+    from evaluator.judges.state import Reached
+
+    handle = getattr(target, "handle", None)
+    if handle is None:
+        return None
+    try:
+        start = session.page.evaluate(WINDOW_SCROLL_JS)
+        handle.scroll_into_view_if_needed(timeout=REACH_TIMEOUT_MS)
+        now = session.page.evaluate(WINDOW_SCROLL_JS)
+        if max(abs(a - b) for a, b in zip(start, now, strict=True)) <= 1:
+            return None
+        box = handle.bounding_box()
+        if not box:
+            return None
+        shot = session.screenshot()
+    except Exception:  # detached, hidden: the click reports what is wrong with its target
+        return None
+    return Reached(shot, (now[0], now[1]), (box["x"], box["y"], box["width"], box["height"]))
+
+
+WINDOW_SCROLL_JS = "() => [scrollX, scrollY]"
+REACH_TIMEOUT_MS = 2000
+
+
+def _judge(run: TaskRun, k: int, action, before, after, reached=None) -> dict:
     from evaluator.judges.assertion import judge
 
-    verdict = judge(action, before, after, _reference_delta(run, k), run.params)
+    verdict = judge(action, before, after, _reference_delta(run, k), run.params, reached=reached)
     evidence = {key: value for key, value in (verdict.evidence or {}).items() if key not in HELD_OUT_KEYS}
     return {"passed": bool(verdict.passed), "reason": getattr(verdict, "reason", ""),
             "evidence": _jsonable(evidence)}

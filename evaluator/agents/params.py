@@ -203,4 +203,10 @@ class AssertionParams(_Section):
     # iwr-det-6: the named element only looks like the reference's (element_look) where the page reacted at all:
     # its DOM, URL, focus or form state changed (a hover shade under the pointer is no highlight)
     look_needs_reaction: bool = False
+    # iwr-det-8: a named element the reference changed at its place that the page left as it was fails its clause
+    # whatever the other phrases say (phrase_fraction does not outvote it)
+    element_clauses_decide: bool = False
+    # iwr-det-8: a click that had to scroll the view to reach its target is judged from the reached view too: where
+    # the assertion claims a change and nothing changed there, the step fails
+    acting_scroll: bool = False
 

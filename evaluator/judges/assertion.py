@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from evaluator.agents.params import AssertionParams
-from evaluator.agents.words import count_phrase, normalize, words
+from evaluator.agents.words import count_phrase, normalize, strip_quoted, words
 from evaluator.judges.elements import element_check, state_clause_names
 from evaluator.judges.phrases import Phrase, key_phrases, polarity
+from evaluator.judges.pixels import outside_change_fraction
 from evaluator.judges.reference import RefDelta, reference_delta, word_delta
-from evaluator.judges.state import PageState, pixel_change_fraction
+from evaluator.judges.state import PageState, Reached, pixel_change_fraction
 
 __all__ = ["AssertionParams", "RefDelta", "Verdict", "judge", "key_phrases", "polarity", "reference_delta"]
 
@@ -52,8 +53,10 @@ class Verdict:
 
 
 def judge(action, before: PageState, after: PageState, reference: RefDelta | None = None,
-          params=None) -> Verdict:
-    """Decide whether ``action``'s logical assertion holds on the generated page."""
+          params=None, reached: Reached | None = None) -> Verdict:
+    """Decide whether ``action``'s logical assertion holds on the generated page.
+
+    ``reached``: the view a click scrolled to before pressing its target (iwr-det-8, ``acting_scroll``)."""
     p = AssertionParams.from_dict(params)
     assertion = (getattr(action, "logical_assertion", None) or "").strip()
     changes = change_signals(before, after, p)
@@ -61,6 +64,11 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     evidence: dict = {"assertion": assertion, "changed": changed, "changes": changes}
     if not assertion:
         return Verdict(True, evidence, "no assertion to check")
+    if p.acting_scroll and reached is not None and _idle_after_reaching(action, assertion, before, after, reached,
+                                                                        changes, p):
+        evidence["idle_after_reaching"] = True
+        return Verdict(False, evidence, "the view scrolled to reach the target, and from there the click changed "
+                                        "nothing the assertion says it did")
     mode = polarity(assertion)
     ref_words = (reference.added + reference.removed) if reference is not None else []
     phrases = key_phrases(assertion, before.text, after.text, ref_words)
@@ -100,6 +108,35 @@ def reaction_missing(action, before: PageState, after: PageState, reference: Ref
     if not p.unasserted_reaction or reference is None:
         return False
     return _text_change_missing(action, before, after, change_signals(before, after, p), reference)
+
+
+# An assertion saying the state is new ("the dark thumbnail now has the gold frame").
+CLAIMS_NOW = re.compile(r"\bnow\b", re.I)
+
+
+def _idle_after_reaching(action, assertion: str, before: PageState, after: PageState, reached: Reached,
+                         changes: dict, p: AssertionParams) -> bool:
+    """iwr-det-8 (``acting_scroll``): a click whose target lay out of view scrolls the window before it
+    presses, so the page "changed" (scroll, nearly every pixel) whatever the click did; where the reference
+    scrolled the same way, that change is taken for the effect. Judged from the reached view instead: the
+    assertion claims a change (appearance, removal, or "now"), and after the click the page changed nothing:
+    not its URL, text, DOM, form state or a field's focus, not the window's scroll, and no pixel outside the
+    target (the pointer's hover shade on the target itself is no effect; a scroll container that moved, or
+    reaching the target moved one, changes pixels there too). Not where a canvas draws a large part of the
+    view, which changes no DOM."""
+    if getattr(action, "type", "") != "Click":
+        return False
+    if polarity(assertion) not in ("appearance", "removal") and not CLAIMS_NOW.search(strip_quoted(assertion)):
+        return False
+    if max(before.canvas_share, after.canvas_share) > 0.1:
+        return False
+    if any(changes[k] for k in ("url", "text", "dom", "values", "checked", "focus")):
+        return False
+    if _moved(reached.scroll, after.scroll, p.scroll_epsilon):
+        return False
+    outside = outside_change_fraction(reached.screenshot, after.screenshot, list(reached.box), p.diff_scale,
+                                      p.pixel_tolerance)
+    return outside is not None and outside <= p.pixel_change_fraction
 
 
 def _text_change_missing(action, before: PageState, after: PageState, changes: dict,
@@ -224,6 +261,11 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
         why = "page did not change" if not changed else f"every phrase idle in the reference: deltas agree={agree}"
         return Verdict(passed, evidence, why)
     checks = [c for c in checks if not c.get("idle")]
+    undone = [c["phrase"] for c in checks if _element_not_done(c)] if p.element_clauses_decide else []
+    if undone:
+        evidence.update({"phrases_held": round(held, 4), "elements_not_done": undone, "deltas_agree": agree})
+        return Verdict(False, evidence, f"the reference changed {', '.join(repr(n) for n in undone)} where it stands; "
+                                        "the page left it as it was")
     phrases_hold = _phrases_hold(checks, p)
     evidence.update({"phrases_held": round(held, 4), "phrases_hold": phrases_hold, "deltas_agree": agree})
     if mode == "unchanged":
@@ -255,6 +297,15 @@ def _phrases_hold(checks: list[dict], p: AssertionParams) -> bool:
 
 
 # --------------------------------------------------------------------------- change signals
+
+
+def _element_not_done(check: dict) -> bool:
+    """iwr-det-8 (``element_clauses_decide``): a clause about a named element seen not done, which fails the
+    step however many other phrases hold and whatever the word delta says. The reference changed at the
+    element's place (measured, so not where it scrolled); on the page the element's state did not change and
+    its place does not look like the reference's."""
+    return check["kind"] == "element" and check["mode"] == "appearance" and not check["holds"] \
+        and check.get("reference_change") is not None
 
 
 def change_signals(before: PageState, after: PageState, p: AssertionParams) -> dict:

@@ -196,15 +196,41 @@ def region_change_fraction(path_a: Path | bytes | None, path_b: Path | bytes | N
         return None
     if a.size != b.size:
         return None
-    x, y, w, h = box
-    fx, fy = a.image.width / a.size[0], a.image.height / a.size[1]
-    left, top = max(0, math.floor((x - pad) * fx)), max(0, math.floor((y - pad) * fy))
-    right = min(a.image.width, math.ceil((x + w + pad) * fx))
-    bottom = min(a.image.height, math.ceil((y + h + pad) * fy))
-    if right <= left or bottom <= top:
+    crop = _box_crop(a, box, pad)
+    if crop is None:
         return None
-    crop = (left, top, right, bottom)
     return changed_share(a.image.crop(crop), b.image.crop(crop), tolerance)
+
+
+def _box_crop(scaled: Scaled, box: list[float], pad: float) -> tuple[int, int, int, int] | None:
+    """``box`` (x, y, w, h in CSS pixels) padded by ``pad``, in the scaled image's pixels and inside it; None
+    when nothing of it is inside."""
+    x, y, w, h = box
+    fx, fy = scaled.image.width / scaled.size[0], scaled.image.height / scaled.size[1]
+    left, top = max(0, math.floor((x - pad) * fx)), max(0, math.floor((y - pad) * fy))
+    right = min(scaled.image.width, math.ceil((x + w + pad) * fx))
+    bottom = min(scaled.image.height, math.ceil((y + h + pad) * fy))
+    return None if right <= left or bottom <= top else (left, top, right, bottom)
+
+
+def outside_change_fraction(png_a: bytes | None, png_b: bytes | None, box: list[float], scale: float = 0.5,
+                            tolerance: int = 24, pad: float = 4.0) -> float | None:
+    """Share of changed pixels outside ``box`` (padded like :func:`region_change_fraction`) of two
+    screenshots, compared like :func:`pixel_change_fraction`; None when it cannot be told."""
+    if png_a is None or png_b is None:
+        return None
+    a, b = SCALED.get(png_a, scale), SCALED.get(png_b, scale)
+    if a.size != b.size:
+        return None
+    total = a.image.width * a.image.height
+    changed = changed_share(a.image, b.image, tolerance) * total
+    crop = _box_crop(a, box, pad)
+    inside = 0
+    if crop is not None:
+        inside = (crop[2] - crop[0]) * (crop[3] - crop[1])
+        changed -= changed_share(a.image.crop(crop), b.image.crop(crop), tolerance) * inside
+    rest = total - inside
+    return max(0.0, changed) / rest if rest > 0 else 0.0
 
 
 def _png_bytes(source: Path | bytes) -> bytes:

@@ -191,6 +191,16 @@ STATE_JS = r"""
 """
 
 
+@dataclass(frozen=True)
+class Reached:
+    """iwr-det-8 (``acting_scroll``): the view a click scrolled to before pressing its target, when reaching
+    the target moved the window: its screenshot, the window's scroll there and the target's box in it."""
+
+    screenshot: bytes
+    scroll: tuple[float, float]
+    box: tuple[float, float, float, float]
+
+
 @dataclass
 class PageState:
     """One snapshot of the page (see the module docstring)."""

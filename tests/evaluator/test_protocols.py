@@ -17,15 +17,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-5": "8969b8e229bbe3b6",
     "iwr-det-6": "cd323ec972021044",
     "iwr-det-7": "079458e870b25ae6",
+    "iwr-det-8": "a1cd9b6b694ae215",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_7():
-    """The default protocol is iwr-det, version 7; versions 2 to 6 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_8():
+    """The default protocol is iwr-det, version 8; versions 2 to 7 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "7", "iwr-det-7")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "23456"] == ["2", "3", "4", "5", "6"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "8", "iwr-det-8")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "234567"] == ["2", "3", "4", "5", "6", "7"]
     assert not protocol.requires_llm
 
 
@@ -92,7 +93,7 @@ def test_iwr_det_7_is_iwr_det_6_plus_named_fixes():
     from evaluator.agents.params import TargetingParams
 
     old, new = get_protocol("iwr-det-6"), get_protocol("iwr-det-7")
-    assert (new.name, new.version) == ("iwr-det", "7") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "7")
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -102,6 +103,23 @@ def test_iwr_det_7_is_iwr_det_6_plus_named_fixes():
     assert all(new.reasons[section][key] for section, key in fixes)
     assert not any(getattr(TargetingParams.from_dict(old.params), key) for _, key in fixes)
     assert all(getattr(TargetingParams.from_dict(new.params), key) for _, key in fixes)
+
+
+def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
+    """iwr-det-8 keeps every iwr-det-7 value and adds two assertion settings found on the tuning half (a toast
+    demo's greyed-out option, a phone page's theme thumbnail below the view), each off for earlier versions."""
+    from evaluator.agents.params import AssertionParams
+
+    old, new = get_protocol("iwr-det-7"), get_protocol("iwr-det-8")
+    assert (new.name, new.version) == ("iwr-det", "8") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    fixes = {("assertion", "element_clauses_decide"), ("assertion", "acting_scroll")}
+    assert added == fixes
+    assert all(new.reasons[section][key] for section, key in fixes)
+    assert not any(getattr(AssertionParams.from_dict(old.params), key) for _, key in fixes)
+    assert all(getattr(AssertionParams.from_dict(new.params), key) for _, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -162,8 +180,8 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-7 finds its protocol."""
-    assert get_protocol("iwr-det-7") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-8 finds its protocol."""
+    assert get_protocol("iwr-det-8") is get_protocol("iwr-det")
     assert get_protocol("iwr-det-6") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-5") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-4") is not get_protocol("iwr-det")
@@ -173,7 +191,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-official"
+    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-official"
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 

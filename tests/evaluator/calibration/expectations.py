@@ -110,15 +110,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("unstyled", "hc-offcanvas-levels"): "issue 14 (tuning half): without CSS the menu is drawn open all along, so "
         "the unstyled copy fails step 1 as its truth says; with no step passed it scores Final 0.000, the empty "
         "page's score, so it is not above it",
-    ("broken-stop", "hc-offcanvas-phone-settings"): "issue 14 (tuning half): the copy broken at step 8 swallows the "
-        "click on the Dark theme thumbnail, whose whole effect is styling (the body's theme class, the frame moving "
-        "to the next thumbnail); the step-level truth sees it since element places tell cousins apart (2026-12-06), "
-        "but the assertion ('the dark thumbnail now has the gold frame') names nothing the judge checks, and the "
-        "click scrolled the page, so the copy passes every step",
     # Seen in the calibration report of 2026-12-06 (iwr-det-7) on the tuning half's toast notification demo.
-    ("snapshot-ifs", "toastr-sticky-toasts"): "issue 14 (tuning half): the snapshot's checkbox ticks natively, and "
-        "'Add behavior on toast close button click ... no longer greyed out' (a disabled state scripts clear) is "
-        "not checked, so it passes step 5 beside its four typing steps; the truth says step 5",
     ("order", "toastr-force-clear"): "issue 14 (tuning half): the copy broken at step 4 cannot show a toast, which "
         "the snapshot cannot either; both stop at step 4 as their truth says, and the broken copy's Final is below "
         "the snapshot's by a hair of VFS (0.5010 against 0.5017), so 'broken > snapshot' does not hold",
@@ -127,7 +119,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 
 # Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
-# (the default protocol, iwr-det-7; iwr-det-5 and iwr-det-6 the same on these) does not pass in full, with the
+# (the default protocol, iwr-det-8; iwr-det-5 to iwr-det-7 the same on these) does not pass in full, with the
 # IFS it measured (`python -m tests.evaluator.calibration.report --half held_out`, 2026-12-06). All four are in
 # the held-out half, which is measured and never tuned on (mixitup-remove-cards, of the tuning half, passes
 # since iwr-det-6; the two hc-offcanvas tasks since iwr-det-7). The self-test expects these to fail (strictly:
