@@ -437,10 +437,9 @@ _DET8_ASSERTION = {
                                      "ticked natively and the greyed-out option stayed disabled; its element check "
                                      "failed (the reference's pixels changed at that option, the page's option did "
                                      "not change and did not look like it), but half of the phrases holding was "
-                                     "enough. "
-                                     "A clause about a named element seen not done now fails the step whatever the "
-                                     "other phrases or the word delta say; only where the reference's change at the "
-                                     "element was measured (not where it scrolled)."),
+                                     "enough. A clause about a named element seen not done now fails the step "
+                                     "whatever the other phrases or the word delta say; only where the reference's "
+                                     "change at the element was measured (not where it scrolled)."),
     "acting_scroll": (True, "'Tap the dark theme thumbnail' on a phone: the thumbnail lay below the view, so the "
                             "click scrolled the window first and the page 'changed' (scroll, 93% of the pixels) as "
                             "the reference did, whatever the tap did; a copy that swallowed the tap passed 'The "
