@@ -450,6 +450,19 @@ _DET8_ASSERTION = {
                             "every pixel outside the target), the step fails."),
 }
 
+# iwr-det-9: found on the tuning half's toast demo, its unstyled copy.
+_DET9_ASSERTION = {
+    **_DET8_ASSERTION,
+    "place_by_content": (True, "\"'Close Button' is ticked\" on an unstyled copy: the page's row holding the box "
+                               "spans the window (1264x20 pixels) with the label at its left, where the reference "
+                               "shows other words. 90% of the row is blank in both, so it passed for the "
+                               "element's place in the reference; the reference's pixels did not change in that "
+                               "row, so the box being ticked counted as a change where the reference made none and "
+                               "the step failed. Whether the element stands where the reference shows it is now "
+                               "judged on the pixels that show something in either picture, not on the "
+                               "background both share."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -615,12 +628,20 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET7_TARGETING, "assertion": _DET6_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-8": Protocol(
         name="iwr-det",
         version="8",
         description="iwr-det-7 with a named element's clause seen not done failing its step, and a click that "
                     "scrolled to reach its target judged from the view it reached. No LLM, no model weights.",
         sections={"targeting": _DET7_TARGETING, "assertion": _DET8_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="9",
+        description="iwr-det-8 with a named element's place in the reference told by what stands there, not by "
+                    "the blank background a wide box shares with it. No LLM, no model weights.",
+        sections={"targeting": _DET7_TARGETING, "assertion": _DET9_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -169,6 +169,9 @@ class AssertionParams(_Section):
     # (share of changed pixels below this at pixel_tolerance) for the reference's pixels there to count
     element_place_check: bool = False
     element_place_fraction: float = 0.2
+    # iwr-det-9: that share counts only the box's pixels that show something (differ from the box's commonest
+    # colour in either picture, or changed), not the blank background a wide box is mostly made of
+    place_by_content: bool = False
     # an element whose own state stayed still holds a visible-state clause when its place changed and now
     # looks as the reference's does there (a highlight set on its parent or by a pseudo-class)
     element_look: bool = False

@@ -15,7 +15,7 @@ from collections import Counter
 
 from evaluator.agents.words import normalize
 from evaluator.judges.phrases import CLAUSE_SPLIT, PLACEHOLDER_RE, _capital_phrases, _mask_quotes
-from evaluator.judges.pixels import region_change_fraction
+from evaluator.judges.pixels import region_change_fraction, region_content_change_fraction
 
 STATE_WORDS = re.compile(
     r"\b(highlighted|highlight|active|selected|greyed|grayed|disabled|enabled|ticked|unticked|checked|"
@@ -94,11 +94,13 @@ def _reacted(before, after) -> bool:
 def _same_place(before, reference, box: list, params) -> bool:
     """The reference's first checkpoint shows what the page showed before the action at ``box``
     (page-wide tolerance): otherwise the element stands elsewhere in the reference (another
-    layout, an unstyled copy) and the reference's pixels there are about something else."""
+    layout, an unstyled copy) and the reference's pixels there are about something else. Under
+    ``place_by_content`` (iwr-det-9) the share counts only the pixels that show something in either
+    picture, so a wide box's blank background does not make different content the same place."""
     if reference is None or reference.images is None or before.screenshot is None:
         return True
-    share = region_change_fraction(before.screenshot, reference.images[0], box, params.diff_scale,
-                                   params.pixel_tolerance)
+    compare = region_content_change_fraction if params.place_by_content else region_change_fraction
+    share = compare(before.screenshot, reference.images[0], box, params.diff_scale, params.pixel_tolerance)
     return share is None or share < params.element_place_fraction
 
 

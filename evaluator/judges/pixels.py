@@ -188,6 +188,14 @@ def region_change_fraction(path_a: Path | bytes | None, path_b: Path | bytes | N
     """Share of changed pixels inside ``box`` (x, y, w, h in CSS pixels, padded by ``pad``) of two
     screenshots (files or PNG bytes), compared like :func:`pixel_change_fraction`; None when it
     cannot be told."""
+    parts = _box_parts(path_a, path_b, box, scale, pad)
+    return None if parts is None else changed_share(*parts, tolerance)
+
+
+def _box_parts(path_a: Path | bytes | None, path_b: Path | bytes | None, box: list[float], scale: float,
+               pad: float) -> tuple[Any, Any] | None:
+    """``box`` (padded) cut from both screenshots at ``scale``; None when a picture is missing or unreadable,
+    the sizes differ or nothing of the box is inside."""
     if path_a is None or path_b is None:
         return None
     try:
@@ -197,9 +205,44 @@ def region_change_fraction(path_a: Path | bytes | None, path_b: Path | bytes | N
     if a.size != b.size:
         return None
     crop = _box_crop(a, box, pad)
-    if crop is None:
+    return None if crop is None else (a.image.crop(crop), b.image.crop(crop))
+
+
+def region_content_change_fraction(path_a: Path | bytes | None, path_b: Path | bytes | None, box: list[float],
+                                   scale: float = 0.5, tolerance: int = 24, pad: float = 4.0) -> float | None:
+    """Share of changed pixels inside ``box`` among the pixels that show something there: that differ from
+    their screenshot's commonest colour in the box, in either screenshot, or that changed. A wide box that is
+    mostly the same blank background in both does not make what stands in it the same. None when it cannot be
+    told, or when the box is one plain colour in both screenshots (nothing there to compare)."""
+    parts = _box_parts(path_a, path_b, box, scale, pad)
+    if parts is None:
         return None
-    return changed_share(a.image.crop(crop), b.image.crop(crop), tolerance)
+    from PIL import ImageChops
+
+    part_a, part_b = parts
+    changed = _over(ImageChops.difference(part_a, part_b), tolerance)
+    shown = ImageChops.lighter(_over(_off_background(part_a), tolerance), _over(_off_background(part_b), tolerance))
+    counted = ImageChops.lighter(shown, changed).histogram()[255]
+    return changed.histogram()[255] / counted if counted else None
+
+
+def _off_background(part):
+    """Each pixel's difference from ``part``'s commonest colour."""
+    from PIL import Image, ImageChops
+
+    colours = part.getcolors(part.width * part.height)
+    _count, background = max(colours, key=lambda item: item[0])
+    return ImageChops.difference(part, Image.new("RGB", part.size, background))
+
+
+def _over(difference, tolerance: float):
+    """A mask (mode L, 0 or 255) of the pixels whose largest channel of ``difference`` exceeds ``tolerance``."""
+    from PIL import ImageChops
+
+    red, green, blue = difference.split()
+    largest = ImageChops.lighter(ImageChops.lighter(red, green), blue)
+    first = min(256, max(0, math.floor(tolerance) + 1))
+    return largest.point([0] * first + [255] * (256 - first))
 
 
 def _box_crop(scaled: Scaled, box: list[float], pad: float) -> tuple[int, int, int, int] | None:

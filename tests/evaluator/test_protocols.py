@@ -18,15 +18,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-6": "cd323ec972021044",
     "iwr-det-7": "079458e870b25ae6",
     "iwr-det-8": "a1cd9b6b694ae215",
+    "iwr-det-9": "6832631c67249651",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_8():
-    """The default protocol is iwr-det, version 8; versions 2 to 7 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_9():
+    """The default protocol is iwr-det, version 9; versions 2 to 8 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "8", "iwr-det-8")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "234567"] == ["2", "3", "4", "5", "6", "7"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "9", "iwr-det-9")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "2345678"] == ["2", "3", "4", "5", "6", "7", "8"]
     assert not protocol.requires_llm
 
 
@@ -111,7 +112,7 @@ def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
     from evaluator.agents.params import AssertionParams
 
     old, new = get_protocol("iwr-det-7"), get_protocol("iwr-det-8")
-    assert (new.name, new.version) == ("iwr-det", "8") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "8") and get_protocol() is not new
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -120,6 +121,22 @@ def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
     assert all(new.reasons[section][key] for section, key in fixes)
     assert not any(getattr(AssertionParams.from_dict(old.params), key) for _, key in fixes)
     assert all(getattr(AssertionParams.from_dict(new.params), key) for _, key in fixes)
+
+
+def test_iwr_det_9_is_iwr_det_8_plus_a_place_told_by_content():
+    """iwr-det-9 keeps every iwr-det-8 value and adds one assertion setting found on the tuning half (an
+    unstyled toast demo's wide checkbox row), off for earlier versions."""
+    from evaluator.agents.params import AssertionParams
+
+    old, new = get_protocol("iwr-det-8"), get_protocol("iwr-det-9")
+    assert (new.name, new.version) == ("iwr-det", "9") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    assert added == {("assertion", "place_by_content")}
+    assert new.reasons["assertion"]["place_by_content"]
+    assert not AssertionParams.from_dict(old.params).place_by_content
+    assert AssertionParams.from_dict(new.params).place_by_content
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -180,8 +197,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-8 finds its protocol."""
-    assert get_protocol("iwr-det-8") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-9 finds its protocol."""
+    assert get_protocol("iwr-det-9") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-8") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-6") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-5") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-4") is not get_protocol("iwr-det")
@@ -191,7 +209,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-official"
+    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-official"
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 

@@ -119,7 +119,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 
 # Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
-# (the default protocol, iwr-det-8; iwr-det-5 to iwr-det-7 the same on these) does not pass in full, with the
+# (the default protocol, iwr-det-9; iwr-det-5 to iwr-det-8 the same on these) does not pass in full, with the
 # IFS it measured (`python -m tests.evaluator.calibration.report --half held_out`, 2026-12-06). All four are in
 # the held-out half, which is measured and never tuned on (mixitup-remove-cards, of the tuning half, passes
 # since iwr-det-6; the two hc-offcanvas tasks since iwr-det-7). The self-test expects these to fail (strictly:

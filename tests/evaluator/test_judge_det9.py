@@ -1,0 +1,111 @@
+"""Protocol iwr-det-9's mechanism (issue 14, found on the tuning half's unstyled toast demo): whether a named
+element stands where the reference shows it is told by what stands there, not by the blank background a wide
+box shares with the reference; and iwr-det-8 still decides as it did."""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image
+
+from evaluator.judges.assertion import judge
+from evaluator.judges.pixels import region_change_fraction, region_content_change_fraction
+from evaluator.judges.reference import RefDelta
+from evaluator.judges.state import PageState
+from evaluator.protocols import get_protocol
+from tests.evaluator.pages import Act
+
+DET8 = get_protocol("iwr-det-8").params
+DET9 = get_protocol("iwr-det-9").params
+
+ROW = [8, 40, 780, 20]  # a row spanning the window: mostly blank, its words at the left
+TICK = [12, 44, 12, 12]  # the checkbox in that row
+
+
+def _picture(*blocks, size=(800, 200)) -> bytes:
+    """A white picture with dark blocks ``(x, y, w, h)`` (a word, a box) painted on it."""
+    image = Image.new("RGB", size, (255, 255, 255))
+    for x, y, w, h, *fill in blocks:
+        image.paste(Image.new("RGB", (w, h), tuple(fill) or (30, 30, 30)), (x, y))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- the pixel comparison
+
+
+def test_a_wide_blank_box_with_other_words_is_not_the_same_place():
+    """The page's words at the row's left, the reference's further along the row: over the whole row only a
+    few percent of the pixels changed, over what stands there nearly all of them did."""
+    page, reference = _picture([12, 44, 90, 12]), _picture([200, 44, 90, 12])
+    assert region_change_fraction(page, reference, ROW, 0.5, 24) < 0.2
+    assert region_content_change_fraction(page, reference, ROW, 0.5, 24) > 0.9
+
+
+def test_the_same_words_are_the_same_place_and_a_blank_box_cannot_be_told():
+    """Identical content is no change at all; a box that is one plain colour in both has nothing to compare;
+    a box painted another colour everywhere changed everywhere."""
+    words = _picture([12, 44, 90, 12])
+    assert region_content_change_fraction(words, words, ROW, 0.5, 24) == 0.0
+    assert region_content_change_fraction(_picture(), _picture(), ROW, 0.5, 24) is None
+    grey = _picture([0, 30, 800, 40, 128, 128, 128])
+    assert region_content_change_fraction(_picture(), grey, ROW, 0.5, 24) == 1.0
+    assert region_content_change_fraction(words, None, ROW, 0.5, 24) is None
+
+
+def test_a_small_edit_among_the_words_stays_small():
+    """One word of five changed: the share counts the changed word against all the words shown, not against
+    the one changed word alone."""
+    before = _picture(*[[12 + 60 * i, 44, 50, 12] for i in range(5)])
+    after = _picture(*[[12 + 60 * i, 44, 50, 12] for i in range(4)], [252, 44, 50, 12, 200, 30, 30])
+    share = region_content_change_fraction(before, after, ROW, 0.5, 24)
+    assert 0.1 < share < 0.3
+
+
+# --------------------------------------------------------------------------- the clause
+
+
+def _reference(tmp_path) -> RefDelta:
+    """The reference ticked its own box further down the page; its row for 'Close Button' is elsewhere."""
+    before, after = tmp_path / "ref_0.png", tmp_path / "ref_1.png"
+    before.write_bytes(_picture([200, 44, 90, 12], [12, 120, 12, 12, 200, 200, 200]))
+    after.write_bytes(_picture([200, 44, 90, 12], [12, 120, 12, 12, 20, 90, 200]))
+    return RefDelta(changed=True, source="reference", scrolled=False, detail={"pixel_fraction": 0.001},
+                    texts=("Close Button", "Close Button"), images=(before, after))
+
+
+def _state(state: str, screenshot: bytes) -> PageState:
+    elements = [{"name": "Close Button", "box": ROW, "state": "row"},
+                {"name": "Close Button", "box": TICK, "state": state}]
+    return PageState(url="http://iwr.test/", text="Close Button", blocks=[{"text": "Close Button"}],
+                     elements=elements, dom_hash=state, screenshot=screenshot, checked={"0": "checked" in state})
+
+
+def _tick(before, after, reference, params):
+    return judge(Act("Click", "Tick the 'Close Button' checkbox", logical_assertion="'Close Button' is ticked"),
+                 before, after, reference, params)
+
+
+def test_an_unstyled_row_elsewhere_in_the_reference_is_judged_by_its_own_state(tmp_path):
+    """An unstyled copy's row holds the label at its left where the reference's row shows other words: under
+    iwr-det-8 the blank row passed for the same place, the reference's pixels there did not change, and the
+    ticked box failed the step; under iwr-det-9 the place is told apart and the box's own state decides."""
+    reference = _reference(tmp_path)
+    before = _state("checkbox", _picture([30, 44, 80, 12], [12, 44, 12, 12, 200, 200, 200]))
+    ticked = _state("checkbox;checked", _picture([30, 44, 80, 12], [12, 44, 12, 12, 20, 90, 200]))
+    assert not _tick(before, ticked, reference, DET8).passed
+    verdict = _tick(before, ticked, reference, DET9)
+    assert verdict.passed, verdict.reason
+    left_alone = _state("checkbox", _picture([30, 44, 80, 12], [12, 44, 12, 12, 200, 200, 200]))
+    assert not _tick(before, left_alone, reference, DET9).passed
+
+
+def test_where_the_page_stands_as_the_reference_a_change_the_reference_did_not_make_still_fails(tmp_path):
+    """The same row, the same words, the same place: the reference did not change it, so a page whose box
+    changed there does something the reference did not (the clause is about the box the reference ticked)."""
+    reference = _reference(tmp_path)
+    same = _picture([200, 44, 90, 12], [12, 120, 12, 12, 200, 200, 200])
+    before, after = _state("checkbox", same), _state("checkbox;checked", same)
+    check = _tick(before, after, reference, DET9).evidence["phrases"][0]
+    assert check["kind"] == "element" and check["reference_change"] == 0.0 and not check["holds"]
