@@ -118,6 +118,13 @@ EDGE_WORDS = {"leftmost": "left", "rightmost": "right", "topmost": "top", "upper
               "bottommost": "bottom", "lowermost": "bottom"}
 EDGE_SIDES = frozenset("left right top bottom".split())
 EDGE_NOUNS = frozenset("end edge".split())
+# iwr-det-9 (look_edges): "the card with the pink top edge": after these (or a colour word) in its noun phrase, a
+# side and an edge describe how the target looks, not where it is among its look-alikes.
+LOOK_LEADS = frozenset("with having whose".split())
+# iwr-det-9 (side_rows): "the top row", "the left column": a grid position like "the first row" ("bottom" and
+# "right" the last).
+SIDE_ROWS = {("top", "row"): 1, ("bottom", "row"): -1, ("left", "col"): 1, ("leftmost", "col"): 1,
+             ("right", "col"): -1, ("rightmost", "col"): -1, ("topmost", "row"): 1, ("bottommost", "row"): -1}
 # iwr-det-6 (header_nouns): "the 'Age' column header", "the table heading 'Salary'": a header cell of a table.
 HEADER_LEADS = frozenset("column columns col table row".split())
 HEADER_NOUNS = frozenset("header headers heading headings".split())
@@ -234,11 +241,11 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
             if t.kind == "content" and t.word in CHECK_VERBS and not t.capital:
                 t.kind, ticks = "action", True
     if params is not None and params.grid_ordinals:
-        _grid_positions(tokens, desc)
+        _grid_positions(tokens, desc, sides=params.side_rows)
     if params is not None and params.colour_words:
         _shape_heads(tokens)
     if params is not None and params.edge_positions:
-        desc.edge = _edges(tokens)
+        desc.edge = _edges(tokens, looks=params.look_edges)
     kinds = _phases(tokens, between=params is not None and params.between_relation,
                     sequence=params is not None and params.sequence_relations)
     _collect(tokens, desc)
@@ -294,9 +301,10 @@ def _header_cells(tokens: list[_Token]) -> None:
                 t.kind, t.role = "role", "columnheader"
 
 
-def _edges(tokens: list[_Token]) -> str | None:
+def _edges(tokens: list[_Token], looks: bool = False) -> str | None:
     """iwr-det-6: "the far left", "the rightmost", "the right end": the side named, its words marked
-    as a position (they name nothing, and "far left of" starts no relation)."""
+    as a position (they name nothing, and "far left of" starts no relation). With ``looks`` (iwr-det-9),
+    "with the pink top edge" is how the target looks: its words are appearance words and place nothing."""
     edge = None
     for i, token in enumerate(tokens):
         if token.capital or token.kind == "quote":
@@ -311,6 +319,9 @@ def _edges(tokens: list[_Token]) -> str | None:
                 side, marked = token.word, [before, token]
             elif after is not None and after.word in EDGE_NOUNS:
                 side, marked = token.word, [token, after]
+                if looks and _said_of_look(tokens, i):
+                    token.kind = after.kind = "appearance"
+                    continue
         if side is not None:
             edge = edge or side
             for t in marked:
@@ -318,16 +329,34 @@ def _edges(tokens: list[_Token]) -> str | None:
     return edge
 
 
-def _grid_positions(tokens: list[_Token], desc: Description) -> None:
-    """"the second row" / "the third column" set a grid position; their words name nothing else."""
+def _said_of_look(tokens: list[_Token], i: int) -> bool:
+    """iwr-det-9: the side at ``i`` (before "edge" / "end") follows a colour word, or "with" / "having" /
+    "whose" within its noun phrase: "the card with the pink top edge", "a tile having a red left edge"."""
+    for token in reversed(tokens[max(0, i - 4):i]):
+        if token.kind in ("quote", "break", "role") or token.word in RELATIONAL:
+            return False
+        if token.word in LOOK_LEADS or token.word in COLOUR_WORDS:
+            return True
+    return False
+
+
+def _grid_positions(tokens: list[_Token], desc: Description, sides: bool = False) -> None:
+    """"the second row" / "the third column" set a grid position; their words name nothing else. With
+    ``sides`` (iwr-det-9), so do "the top row", "the bottom row", "the left column"."""
     for i, token in enumerate(tokens[:-1]):
         noun = GRID_NOUNS.get(tokens[i + 1].word)
-        if noun is None or token.word not in ORDINALS or token.kind != "ordinal":
+        if noun is None or token.capital or tokens[i + 1].capital:
+            continue
+        if token.word in ORDINALS and token.kind == "ordinal":
+            place = ORDINALS[token.word]
+        elif sides and (token.word, noun) in SIDE_ROWS and token.kind != "quote":
+            place = SIDE_ROWS[(token.word, noun)]
+        else:
             continue
         if noun == "row":
-            desc.grid_row = ORDINALS[token.word]
+            desc.grid_row = place
         else:
-            desc.grid_col = ORDINALS[token.word]
+            desc.grid_col = place
         token.kind = tokens[i + 1].kind = "grid"
         token.role = tokens[i + 1].role = None
 

@@ -131,6 +131,13 @@ class TargetingParams(_Section):
     placed_look_alikes: bool = False
     # iwr-det-7: "the icon next to 'Toggle Navigation'" may be a control showing that icon beside its own label
     own_label_icons: bool = False
+    # iwr-det-9: "the top row", "the bottom row", "the left column" place the target in a grid like "the first row"
+    side_rows: bool = False
+    # iwr-det-9: "the card with the pink top edge": a side and an edge said of the target's look place nothing
+    look_edges: bool = False
+    # iwr-det-9: look-alikes counted by an ordinal, an edge, a row or a sequence are of one kind (the tag of the
+    # best match by everything but its place)
+    one_kind_look_alikes: bool = False
 
 
 @dataclass(frozen=True)

@@ -572,7 +572,19 @@ def _look_alikes(desc: Description, scored: list[Scored], params: TargetingParam
     if params.placed_look_alikes and not placed and _placed_by_relation(desc):
         # iwr-det-7: "the second picture under Theme" counts the pictures under Theme, not the page's
         group = [s for s in group if s.parts["position"] >= PLACED_SHARE * top_pos] or group
+    if params.one_kind_look_alikes and group:
+        group = _one_kind(group, params)
     return group
+
+
+def _one_kind(group: list[Scored], params: TargetingParams) -> list[Scored]:
+    """iwr-det-9: "the card with the pink top edge in the top row": the pink filter button above the grid
+    shows the hue too, but look-alikes are elements of one kind. They keep the tag of the best match by
+    everything but its place (its words, attributes and role); when the best are of several tags, all stay."""
+    unplaced = {id(s): _combine({**s.parts, "position": 0.0}, params) for s in group}
+    best = max(unplaced.values())
+    tags = {s.cand["tag"] for s in group if unplaced[id(s)] >= best - 1e-9}
+    return [s for s in group if s.cand["tag"] in tags] if len(tags) == 1 else group
 
 
 # iwr-det-7 (placed_look_alikes): a look-alike counts as placed by the description's relation when its

@@ -1,19 +1,24 @@
-"""Protocol iwr-det-9's mechanism (issue 14, found on the tuning half's unstyled toast demo): whether a named
-element stands where the reference shows it is told by what stands there, not by the blank background a wide
-box shares with the reference; and iwr-det-8 still decides as it did."""
+"""Protocol iwr-det-9's mechanisms (issue 14, found on the tuning half): whether a named element stands where
+the reference shows it is told by what stands there, not by the blank background a wide box shares with the
+reference (an unstyled toast demo); 'the top row' is a grid row, an edge said of a look places nothing, and
+look-alikes are of one kind (a card grid under a toolbar of colour dots); and iwr-det-8 still decides as it did."""
 
 from __future__ import annotations
 
 import io
 
+import pytest
 from PIL import Image
 
+from evaluator.agents.description import parse_description
+from evaluator.agents.params import TargetingParams
 from evaluator.judges.assertion import judge
 from evaluator.judges.pixels import region_change_fraction, region_content_change_fraction
 from evaluator.judges.reference import RefDelta
 from evaluator.judges.state import PageState
 from evaluator.protocols import get_protocol
-from tests.evaluator.pages import Act
+from tests.evaluator.pages import Act, open_page
+from tests.evaluator.test_judge_det3 import chosen
 
 DET8 = get_protocol("iwr-det-8").params
 DET9 = get_protocol("iwr-det-9").params
@@ -109,3 +114,65 @@ def test_where_the_page_stands_as_the_reference_a_change_the_reference_did_not_m
     before, after = _state("checkbox", same), _state("checkbox;checked", same)
     check = _tick(before, after, reference, DET9).evidence["phrases"][0]
     assert check["kind"] == "element" and check["reference_change"] == 0.0 and not check["holds"]
+
+
+# --------------------------------------------------------------------------- targeting: rows, look edges, one kind
+
+T8 = TargetingParams.from_dict(DET8)
+T9 = TargetingParams.from_dict(DET9)
+
+
+@pytest.mark.parametrize(("text", "row", "col"), [
+    ("Click the card with the pink top edge in the top row", 1, None),
+    ("Click the last tile in the bottom row", -1, None),
+    ("Click the photo in the left column", None, 1),
+    ("Click the rightmost column's header", None, -1),
+])
+def test_a_side_row_is_a_grid_position(text, row, col):
+    """'The top row' is the grid's first row as 'the first row' is; iwr-det-8 read 'top' as the window's top."""
+    read, before = parse_description(text, params=T9), parse_description(text, params=T8)
+    assert (read.grid_row, read.grid_col) == (row, col) and not read.regions
+    assert (before.grid_row, before.grid_col) == (None, None)
+
+
+@pytest.mark.parametrize("text", [
+    "Click the card with the pink top edge",
+    "Click the tile having a red left edge",
+    "Click the blue right edge card",
+])
+def test_an_edge_said_of_the_look_places_nothing(text):
+    """A side and 'edge' after a colour word or 'with' / 'having' describe the target's border."""
+    read = parse_description(text, params=T9)
+    assert read.edge is None and "edge" in read.appearance
+    assert parse_description(text, params=T8).edge
+
+
+@pytest.mark.parametrize(("text", "edge"), [
+    ("Click the button at the right end of the row", "right"),
+    ("Click the link at the top edge of the menu", "top"),
+])
+def test_an_edge_of_a_place_still_places(text, edge):
+    assert parse_description(text, params=T9).edge == edge
+
+
+@pytest.fixture(scope="module")
+def card_grid(browser):
+    with open_page(browser, "card_grid.html") as page:
+        yield page
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("Click the card with the pink top edge in the top row", "c3"),
+    ("Click the pink card in the bottom row", "c6"),
+    ("Click the second blue card", "c5"),
+    ("Click the pink dot in the toolbar", "d3"),
+])
+def test_cards_are_told_from_the_dots_above_them(card_grid, text, wanted):
+    """The filter dots paint the cards' hues too; look-alikes are of one kind, so rows and ordinals count cards."""
+    assert chosen(card_grid, text, DET9) == wanted
+
+
+@pytest.mark.browser
+def test_iwr_det_8_clicked_the_dot(card_grid):
+    assert chosen(card_grid, "Click the card with the pink top edge in the top row", DET8) == "d3"

@@ -18,7 +18,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-6": "cd323ec972021044",
     "iwr-det-7": "079458e870b25ae6",
     "iwr-det-8": "a1cd9b6b694ae215",
-    "iwr-det-9": "6832631c67249651",
+    "iwr-det-9": "7c3a296183237150",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -123,20 +123,24 @@ def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
     assert all(getattr(AssertionParams.from_dict(new.params), key) for _, key in fixes)
 
 
-def test_iwr_det_9_is_iwr_det_8_plus_a_place_told_by_content():
-    """iwr-det-9 keeps every iwr-det-8 value and adds one assertion setting found on the tuning half (an
-    unstyled toast demo's wide checkbox row), off for earlier versions."""
-    from evaluator.agents.params import AssertionParams
+def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
+    """iwr-det-9 keeps every iwr-det-8 value and adds one assertion setting (an unstyled toast demo's wide
+    checkbox row) and three targeting settings (a card grid under colour dots) found on the tuning half, each off
+    for earlier versions."""
+    from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-8"), get_protocol("iwr-det-9")
     assert (new.name, new.version) == ("iwr-det", "9") and get_protocol() is new
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    assert added == {("assertion", "place_by_content")}
-    assert new.reasons["assertion"]["place_by_content"]
-    assert not AssertionParams.from_dict(old.params).place_by_content
-    assert AssertionParams.from_dict(new.params).place_by_content
+    fixes = {("assertion", "place_by_content"), ("targeting", "side_rows"), ("targeting", "look_edges"),
+             ("targeting", "one_kind_look_alikes")}
+    assert added == fixes
+    assert all(new.reasons[section][key] for section, key in fixes)
+    kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
+    assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
+    assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():

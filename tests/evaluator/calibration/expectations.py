@@ -98,14 +98,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     # glider-carousel-phone's snapshot stop at step 1 as its truth says); the truth names the step the judge missed.
     ("snapshot-ifs", "owl-center-phone"): "issue 14 (held-out half): the reference page itself passes only its "
         "leading Scroll (IFS 0.125), so the snapshot's equal IFS is not below half of it",
-    # Seen in the calibration report of 2026-12-06 (iwr-det-6), which reaches this copy's step 4 since the
-    # reference passes steps 3 and 7.
-    ("broken-stop", "mixitup-remove-cards"): "issue 14 (tuning half): the copy broken at step 4 cannot remove "
-        "the pink card, so the card is no longer a candidate and 'the card with the pink top edge' finds the pink "
-        "filter button (a button stands in for a card at 0.7); filtering changes the grid as much as the removal "
-        "did, and the copy passes every step",
-    ("order", "mixitup-remove-cards"): "issue 14 (tuning half): the broken copy passes every step (see its "
-        "broken-stop entry), so it does not rank below the reference",
     # Seen in the calibration report of 2026-12-06 (iwr-det-7) on the tuning half's new off-canvas menu tasks.
     ("unstyled", "hc-offcanvas-levels"): "issue 14 (tuning half): without CSS the menu is drawn open all along, so "
         "the unstyled copy fails step 1 as its truth says; with no step passed it scores Final 0.000, the empty "
