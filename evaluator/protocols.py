@@ -451,7 +451,7 @@ _DET8_ASSERTION = {
 }
 
 # iwr-det-9: found on the tuning half's card grid (mixitup-remove-cards), whose reference page had clicked a filter
-# button for a card and passed by luck.
+# button for a card and passed by luck, and on its new step wizard's tabs wrapped into two rows on a phone.
 _DET9_TARGETING = {
     **_DET7_TARGETING,
     "side_rows": (True, "'The card with the pink top edge in the top row': 'top row' is the grid's first row, as "
@@ -467,9 +467,13 @@ _DET9_TARGETING = {
                                    "whose words and role matched as well, whatever it was. Look-alikes are now of "
                                    "one kind: the tag of the best match by words, attributes and role (the card, "
                                    "whose class names its colour); when the best are of several tags, all stay."),
+    "row_edges": (True, "'Tap the tab at the right end of the second row' on a phone, where four tabs wrap into "
+                        "two rows: the row was found, but an edge word was only read without a grid position, so "
+                        "the row's first tab was tapped. With a row named, 'right end' / 'far right' picks the "
+                        "row's last look-alike, as 'on the right' already did."),
 }
 
-# iwr-det-9: found on the tuning half's toast demo, its unstyled copy.
+# iwr-det-9: found on the tuning half's toast demo (its unstyled copy) and step wizard's tabs (a wrong tab opened).
 _DET9_ASSERTION = {
     **_DET8_ASSERTION,
     "place_by_content": (True, "\"'Close Button' is ticked\" on an unstyled copy: the page's row holding the box "
@@ -480,6 +484,13 @@ _DET9_ASSERTION = {
                                "the step failed. Whether the element stands where the reference shows it is now "
                                "judged on the pixels that show something in either picture, not on the "
                                "background both share."),
+    "absent_quotes_decide": (True, "\"'Forth Step' is open and its text starts with 'Quisque at sem turpis'\": "
+                                   "the page opened another tab; neither phrase held, but the words it removed were "
+                                   "the ones the reference removed, so the word delta agreed (F1 0.65) and carried "
+                                   "the step. A quoted phrase the reference's words gained at this step that is "
+                                   "nowhere on the page after it, while the page's words changed, now fails the "
+                                   "step whatever the other phrases or the word delta say; a page whose words did "
+                                   "not change (drawn on a canvas, or no change at all) is judged as before."),
 }
 
 # ---------------------------------------------------------------------------
@@ -658,8 +669,10 @@ PROTOCOLS: dict[str, Protocol] = {
         name="iwr-det",
         version="9",
         description="iwr-det-8 with a named element's place in the reference told by what stands there, not by "
-                    "the blank background a wide box shares with it, 'the top row' read as a grid row, an edge said "
-                    "of a look placing nothing, and look-alikes of one kind. No LLM, no model weights.",
+                    "the blank background a wide box shares with it; a quoted phrase the reference gained, missing "
+                    "from a page whose words changed, failing its step; 'the top row' read as a grid row, an edge "
+                    "said of a look placing nothing, an edge picking in a named row, and look-alikes of one kind. "
+                    "No LLM, no model weights.",
         sections={"targeting": _DET9_TARGETING, "assertion": _DET9_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),

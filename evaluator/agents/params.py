@@ -138,6 +138,8 @@ class TargetingParams(_Section):
     # iwr-det-9: look-alikes counted by an ordinal, an edge, a row or a sequence are of one kind (the tag of the
     # best match by everything but its place)
     one_kind_look_alikes: bool = False
+    # iwr-det-9: "the tab at the right end of the second row": an edge word picks in the row a grid position names
+    row_edges: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,4 +221,7 @@ class AssertionParams(_Section):
     # iwr-det-8: a click that had to scroll the view to reach its target is judged from the reached view too: where
     # the assertion claims a change and nothing changed there, the step fails
     acting_scroll: bool = False
+    # iwr-det-9: a quoted phrase the reference's words gained, missing from a page whose words changed, fails the
+    # step whatever the other phrases or the word delta say
+    absent_quotes_decide: bool = False
 

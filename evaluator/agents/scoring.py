@@ -536,12 +536,12 @@ def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams
         rows = [_nth(rows, desc.grid_row)] if _nth(rows, desc.grid_row) else []
     pick = None
     if rows:
-        pick = _pick_in_rows(desc, rows)
+        pick = _pick_in_rows(desc, rows, params)
     for s in scored:
         s.parts["position"] = 1.0 if s is pick else 0.0
 
 
-def _pick_in_rows(desc: Description, rows: list[list[Scored]]) -> Scored | None:
+def _pick_in_rows(desc: Description, rows: list[list[Scored]], params: TargetingParams) -> Scored | None:
     if desc.grid_col:
         column = [_nth(row, desc.grid_col) for row in rows]
         column = [s for s in column if s is not None]
@@ -551,8 +551,8 @@ def _pick_in_rows(desc: Description, rows: list[list[Scored]]) -> Scored | None:
         return _nth(row, desc.ordinal)
     if "middle" in desc.regions:
         return row[(len(row) - 1) // 2] if len(row) % 2 else row[len(row) // 2 - 1]
-    if "right" in desc.regions:
-        return row[-1]
+    if "right" in desc.regions or params.row_edges and desc.edge == "right":
+        return row[-1]  # iwr-det-9 (row_edges): "the tab at the right end of the second row"
     return row[0]
 
 

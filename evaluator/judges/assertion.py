@@ -266,6 +266,12 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
         evidence.update({"phrases_held": round(held, 4), "elements_not_done": undone, "deltas_agree": agree})
         return Verdict(False, evidence, f"the reference changed {', '.join(repr(n) for n in undone)} where it stands; "
                                         "the page left it as it was")
+    absent = [c["phrase"] for c in checks if _quote_absent(c, evidence["changes"], reference)] \
+        if p.absent_quotes_decide and mode != "unchanged" else []
+    if absent:
+        evidence.update({"phrases_held": round(held, 4), "quotes_absent": absent, "deltas_agree": agree})
+        return Verdict(False, evidence, f"the reference's words gained {', '.join(repr(q) for q in absent)}; the "
+                                        "page's words changed without it")
     phrases_hold = _phrases_hold(checks, p)
     evidence.update({"phrases_held": round(held, 4), "phrases_hold": phrases_hold, "deltas_agree": agree})
     if mode == "unchanged":
@@ -306,6 +312,20 @@ def _element_not_done(check: dict) -> bool:
     its place does not look like the reference's."""
     return check["kind"] == "element" and check["mode"] == "appearance" and not check["holds"] \
         and check.get("reference_change") is not None
+
+
+def _quote_absent(check: dict, changes: dict, reference: RefDelta | None) -> bool:
+    """iwr-det-9 (``absent_quotes_decide``): a quoted phrase said to appear, which the reference's words gained
+    at this step (every word of it among the words it added), is nowhere on the page after the action, though
+    the page's own words changed: the page did something else (another tab opened). Only where the page's
+    words changed, so a page drawing its words (a canvas, an image) is not judged by its missing text."""
+    if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check["after"]:
+        return False
+    if reference is None or not reference.added or not changes.get("text"):
+        return False
+    gained = set(reference.added)
+    quoted = [w for w in words(check["phrase"]) if len(w) > 1 or w.isdigit()]
+    return bool(quoted) and all(w in gained for w in quoted)
 
 
 def change_signals(before: PageState, after: PageState, p: AssertionParams) -> dict:

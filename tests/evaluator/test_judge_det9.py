@@ -14,7 +14,7 @@ from evaluator.agents.description import parse_description
 from evaluator.agents.params import TargetingParams
 from evaluator.judges.assertion import judge
 from evaluator.judges.pixels import region_change_fraction, region_content_change_fraction
-from evaluator.judges.reference import RefDelta
+from evaluator.judges.reference import RefDelta, word_delta
 from evaluator.judges.state import PageState
 from evaluator.protocols import get_protocol
 from tests.evaluator.pages import Act, open_page
@@ -176,3 +176,69 @@ def test_cards_are_told_from_the_dots_above_them(card_grid, text, wanted):
 @pytest.mark.browser
 def test_iwr_det_8_clicked_the_dot(card_grid):
     assert chosen(card_grid, "Click the card with the pink top edge in the top row", DET8) == "d3"
+
+
+@pytest.fixture(scope="module")
+def wrapped_tabs(browser):
+    with open_page(browser, "wrapped_tabs.html") as page:
+        yield page
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("text", "wanted", "before"), [
+    ("Tap the tab at the right end of the second row", "t4", "t3"),
+    ("Tap the tab at the far right of the top row", "t2", None),
+    ("Tap the first tab of the second row", "t3", "t3"),
+])
+def test_an_edge_picks_in_the_row_a_grid_position_names(wrapped_tabs, text, wanted, before):
+    """Four tabs wrapped into two rows: with a row named, 'right end' is the row's last tab; iwr-det-8 took the
+    row's first whatever the edge said."""
+    assert chosen(wrapped_tabs, text, DET9) == wanted
+    if before is not None:
+        assert chosen(wrapped_tabs, text, DET8) == before
+
+
+# --------------------------------------------------------------------------- a quoted effect nowhere on the page
+
+TABS = "First Step Second Step Third Step Forth Step"
+OPENED = "'Forth Step' is open and its text starts with 'Quisque at sem turpis'"
+
+
+def _tab_reference() -> RefDelta:
+    texts = (f"{TABS} Donec mi sapien, hendrerit nec egestas", f"{TABS} Quisque at sem turpis, id sagittis diam")
+    added, removed = word_delta(*texts)
+    return RefDelta(added=added, removed=removed, changed=True, source="reference", scrolled=False,
+                    detail={"pixel_fraction": 0.05}, texts=texts)
+
+
+def _tab_page(text: str, dom: str) -> PageState:
+    return PageState(url="http://iwr.test/", text=f"{TABS} {text}", blocks=[{"text": f"{TABS} {text}"}],
+                     dom_hash=dom, screenshot=_picture([10, 10, 100, 10]))
+
+
+def _open_forth(after: PageState, params):
+    before = _tab_page("Donec mi sapien, hendrerit nec egestas", "second")
+    return judge(Act("Click", "Tap the tab at the right end of the second row", logical_assertion=OPENED),
+                 before, after, _tab_reference(), params)
+
+
+def test_another_tab_opened_fails_though_the_words_it_removed_agree():
+    """The page opened the third tab: neither phrase holds, but it removed the words the reference removed, so
+    the word delta agreed and passed the step under iwr-det-8; under iwr-det-9 the reference's quoted words,
+    nowhere on a page whose words changed, fail it."""
+    other = _tab_page("Morbi ornare tellus at elit ultrices", "third")
+    assert _open_forth(other, DET8).passed
+    verdict = _open_forth(other, DET9)
+    assert not verdict.passed and verdict.evidence["quotes_absent"] == ["Quisque at sem turpis"]
+    right = _tab_page("Quisque at sem turpis, id sagittis diam", "forth")
+    assert _open_forth(right, DET9).passed
+
+
+def test_a_page_whose_words_did_not_change_is_judged_as_before():
+    """A page drawing its panel (its text unchanged, its pixels changed) is not failed by text it cannot show."""
+    drawn = PageState(url="http://iwr.test/", text=f"{TABS} Donec mi sapien, hendrerit nec egestas",
+                      blocks=[{"text": TABS}], dom_hash="forth",
+                      screenshot=_picture([10, 10, 100, 10], [10, 40, 300, 60]))
+    verdict = _open_forth(drawn, DET9)
+    assert "quotes_absent" not in verdict.evidence
+    assert verdict.passed == _open_forth(drawn, DET8).passed

@@ -18,7 +18,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-6": "cd323ec972021044",
     "iwr-det-7": "079458e870b25ae6",
     "iwr-det-8": "a1cd9b6b694ae215",
-    "iwr-det-9": "7c3a296183237150",
+    "iwr-det-9": "31f9d414eaa20c58",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -124,9 +124,9 @@ def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
 
 
 def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
-    """iwr-det-9 keeps every iwr-det-8 value and adds one assertion setting (an unstyled toast demo's wide
-    checkbox row) and three targeting settings (a card grid under colour dots) found on the tuning half, each off
-    for earlier versions."""
+    """iwr-det-9 keeps every iwr-det-8 value and adds two assertion settings (an unstyled toast demo's wide
+    checkbox row, a wizard's wrong tab) and four targeting settings (a card grid under colour dots, tabs wrapped
+    into two rows) found on the tuning half, each off for earlier versions."""
     from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-8"), get_protocol("iwr-det-9")
@@ -134,8 +134,8 @@ def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    fixes = {("assertion", "place_by_content"), ("targeting", "side_rows"), ("targeting", "look_edges"),
-             ("targeting", "one_kind_look_alikes")}
+    fixes = {("assertion", "place_by_content"), ("assertion", "absent_quotes_decide"), ("targeting", "side_rows"),
+             ("targeting", "look_edges"), ("targeting", "one_kind_look_alikes"), ("targeting", "row_edges")}
     assert added == fixes
     assert all(new.reasons[section][key] for section, key in fixes)
     kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
