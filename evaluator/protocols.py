@@ -466,7 +466,11 @@ _DET9_TARGETING = {
                                    "cards: an ordinal, an edge, a grid row or a sequence counted every candidate "
                                    "whose words and role matched as well, whatever it was. Look-alikes are now of "
                                    "one kind: the tag of the best match by words, attributes and role (the card, "
-                                   "whose class names its colour); when the best are of several tags, all stay."),
+                                   "whose class names its colour); when the best are of several tags, all stay. "
+                                   "And of a like size: 'the photo in the middle of the bottom row' of a photo grid "
+                                   "took the small scroll hint below the grid (a link showing an image, like the "
+                                   "photos' links) for the bottom row; with three or more look-alikes, those whose "
+                                   "area is over four times from the median's are left out."),
     "row_edges": (True, "'Tap the tab at the right end of the second row' on a phone, where four tabs wrap into "
                         "two rows: the row was found, but an edge word was only read without a grid position, so "
                         "the row's first tab was tapped. With a row named, 'right end' / 'far right' picks the "

@@ -584,7 +584,27 @@ def _one_kind(group: list[Scored], params: TargetingParams) -> list[Scored]:
     unplaced = {id(s): _combine({**s.parts, "position": 0.0}, params) for s in group}
     best = max(unplaced.values())
     tags = {s.cand["tag"] for s in group if unplaced[id(s)] >= best - 1e-9}
-    return [s for s in group if s.cand["tag"] in tags] if len(tags) == 1 else group
+    if len(tags) == 1:
+        group = [s for s in group if s.cand["tag"] in tags]
+    return _like_sized(group)
+
+
+# iwr-det-9 (one_kind_look_alikes): look-alikes are of a like size, their area within this factor of the median's
+# (a tab twice as wide as the next is a look-alike; a 26 px scroll hint under 222 px photos is not).
+LIKE_SIZE = 4.0
+
+
+def _like_sized(group: list[Scored]) -> list[Scored]:
+    """"The photo in the middle of the bottom row": a photo grid's bottom row is its photos', not that of the
+    small picture (a scroll hint drawn by an image) below the grid. With three or more look-alikes, those whose
+    area is far from the median's are left out (when that leaves any)."""
+    if len(group) < 3:
+        return group
+    areas = sorted(s.area for s in group)
+    median = areas[len(areas) // 2]
+    if median <= 0:
+        return group
+    return [s for s in group if median / LIKE_SIZE <= s.area <= median * LIKE_SIZE] or group
 
 
 # iwr-det-7 (placed_look_alikes): a look-alike counts as placed by the description's relation when its

@@ -6,7 +6,8 @@ whose style sheets and scripts are inlined, whose images and videos are referenc
 records the task FROM this page (served the way the evaluator serves submissions), so the
 reference page scores like the recording it produced.
 
-What is not carried over, with a warning: files outside the page's folder or origin,
+Links to image and video files (``<a href="img/full/1.jpg">``, what a lightbox opens) are carried
+like images. What is not carried over, with a warning: files outside the page's folder or origin,
 external (internet) style sheets and scripts (they are removed: nothing would load them
 offline), and URLs that scripts build at run time.
 """
@@ -38,6 +39,9 @@ URL_ATTRIBUTES = {
     "input": ("src",),
     "image": ("href", "xlink:href"),
     "use": ("href", "xlink:href"),
+    # A link to an image or a video file: what lightboxes open (a photo grid's full-size pictures). A link to
+    # anything else (a page, a section) is not an asset and stays as written.
+    "a": ("href",),
 }
 SRCSET_ELEMENTS = ("img", "source")
 # Script attributes that mean nothing once the script is inline.

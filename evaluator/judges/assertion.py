@@ -316,16 +316,24 @@ def _element_not_done(check: dict) -> bool:
 
 def _quote_absent(check: dict, changes: dict, reference: RefDelta | None) -> bool:
     """iwr-det-9 (``absent_quotes_decide``): a quoted phrase said to appear, which the reference's words gained
-    at this step (every word of it among the words it added), is nowhere on the page after the action, though
-    the page's own words changed: the page did something else (another tab opened). Only where the page's
-    words changed, so a page drawing its words (a canvas, an image) is not judged by its missing text."""
+    at this step (it shows more often in the reference's text after than before), is nowhere on the page after
+    the action, though the page's own words changed: the page did something else (another tab opened, a link
+    left for a picture file). Only where the page's words changed, so a page drawing its words (a canvas, an
+    image) is not judged by its missing text."""
     if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check["after"]:
         return False
-    if reference is None or not reference.added or not changes.get("text"):
+    if reference is None or not reference.texts or not changes.get("text"):
         return False
-    gained = set(reference.added)
-    quoted = [w for w in words(check["phrase"]) if len(w) > 1 or w.isdigit()]
-    return bool(quoted) and all(w in gained for w in quoted)
+    before, after = reference.texts
+    quoted = words(check["phrase"])
+    return bool(quoted) and _runs(words(after), quoted) > _runs(words(before), quoted)
+
+
+def _runs(text: list[str], phrase: list[str]) -> int:
+    """How often the words of ``phrase`` occur in a row in ``text`` (words, so '1/3' is found where the
+    reference's text holds the counter as '1', '/', '3' on lines of their own)."""
+    n = len(phrase)
+    return sum(1 for i in range(len(text) - n + 1) if text[i:i + n] == phrase)
 
 
 def change_signals(before: PageState, after: PageState, p: AssertionParams) -> dict:

@@ -339,3 +339,19 @@ def test_it_records_a_todomvc_example_from_npm(tmp_path, browser):
 
     report = validate_dataset(tmp_path / "ds" / "data.jsonl")
     assert [p.message for p in report.problems if "video" not in p.message] == []
+
+
+def test_links_to_pictures_travel_as_assets_and_other_links_stay(tmp_path):
+    """A photo grid's links to full-size pictures are what its lightbox opens: they become assets; links to
+    pages, sections and the internet stay as written."""
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "full.jpg").write_bytes(b"\xff\xd8full")
+    (tmp_path / "img" / "thumb.jpg").write_bytes(b"\xff\xd8thumb")
+    (tmp_path / "index.html").write_text(
+        '<a class="photo" href="img/full.jpg"><img src="img/thumb.jpg"></a>'
+        '<a href="other.html">Other</a><a href="#docs">Docs</a><a href="https://example.com/far.jpg">Far</a>')
+    page = build_reference_page(open_source(str(tmp_path)))
+    assert [a.source for a in page.assets] == ["img/full.jpg", "img/thumb.jpg"]
+    assert f'<a class="photo" href="{PLACEHOLDER}/asset001.jpg">' in page.html
+    for kept in ('href="other.html"', 'href="#docs"', 'href="https://example.com/far.jpg"'):
+        assert kept in page.html

@@ -242,3 +242,44 @@ def test_a_page_whose_words_did_not_change_is_judged_as_before():
     verdict = _open_forth(drawn, DET9)
     assert "quotes_absent" not in verdict.evidence
     assert verdict.passed == _open_forth(drawn, DET8).passed
+
+
+@pytest.fixture(scope="module")
+def photo_grid(browser):
+    with open_page(browser, "photo_grid.html") as page:
+        yield page
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("Click the photo in the middle of the bottom row", "p5"),
+    ("Tap the photo on the left in the bottom row", "p4"),
+    ("Click the last photo", "p6"),
+])
+def test_a_small_picture_below_a_photo_grid_is_no_look_alike(photo_grid, text, wanted):
+    """A scroll hint drawn by an image is a link showing a picture, like the photos' links, but a tenth of their
+    size: the grid's bottom row and its last photo are the photos'. iwr-det-8 took the hint for the bottom row."""
+    assert chosen(photo_grid, text, DET9) == wanted
+
+
+@pytest.mark.browser
+def test_iwr_det_8_took_the_hint_for_the_bottom_row(photo_grid):
+    assert chosen(photo_grid, "Click the photo in the middle of the bottom row", DET8) == "hint"
+
+
+def test_a_counter_the_reference_shows_on_lines_of_its_own_is_a_gained_quote():
+    """The reference's text holds a lightbox counter as '1', '/', '3' on lines of their own; a scripts-stripped
+    page that followed the photo's link to the picture file has other words and no '1/3': it fails the step."""
+    texts = ("SimpleLightbox v2.14.3 Documentation Download", "×\n1\n/\n3\n‹\n›\nDonate")
+    added, removed = word_delta(*texts)
+    reference = RefDelta(added=added, removed=removed, changed=True, source="reference", scrolled=False,
+                         detail={"pixel_fraction": 0.98}, texts=texts)
+    before = PageState(url="http://iwr.test/", text=texts[0], blocks=[{"text": texts[0]}], dom_hash="grid",
+                       screenshot=_picture([10, 10, 100, 10]))
+    followed = PageState(url="http://iwr.test/img/full/02.jpg", text="02.jpg (1920x1280)",
+                         blocks=[{"text": "02.jpg (1920x1280)"}], dom_hash="picture",
+                         screenshot=_picture([0, 0, 800, 200, 40, 40, 40]))
+    act = Act("Click", "Click the middle photo of the top row", logical_assertion="The photo opens large with "
+              "the counter '1/3' at the top left")
+    verdict = judge(act, before, followed, reference, DET9)
+    assert not verdict.passed and verdict.evidence["quotes_absent"] == ["1/3"]
