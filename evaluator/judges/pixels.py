@@ -102,11 +102,17 @@ def changed_share(a, b, tolerance: float) -> float:
     """
     from PIL import ImageChops
 
-    red, green, blue = ImageChops.difference(a, b).split()
-    largest = ImageChops.lighter(ImageChops.lighter(red, green), blue)
-    counts = largest.histogram()
+    counts = _largest_channel(ImageChops.difference(a, b)).histogram()
     first = min(256, max(0, math.floor(tolerance) + 1))  # the smallest difference above tolerance
-    return sum(counts[first:]) / (largest.width * largest.height)
+    return sum(counts[first:]) / (a.width * a.height)
+
+
+def _largest_channel(difference):
+    """Each pixel's largest channel of an RGB ``difference`` (mode L)."""
+    from PIL import ImageChops
+
+    red, green, blue = difference.split()
+    return ImageChops.lighter(ImageChops.lighter(red, green), blue)
 
 
 # --------------------------------------------------------------------------- reference pairs
@@ -237,12 +243,8 @@ def _off_background(part):
 
 def _over(difference, tolerance: float):
     """A mask (mode L, 0 or 255) of the pixels whose largest channel of ``difference`` exceeds ``tolerance``."""
-    from PIL import ImageChops
-
-    red, green, blue = difference.split()
-    largest = ImageChops.lighter(ImageChops.lighter(red, green), blue)
     first = min(256, max(0, math.floor(tolerance) + 1))
-    return largest.point([0] * first + [255] * (256 - first))
+    return _largest_channel(difference).point([0] * first + [255] * (256 - first))
 
 
 def _box_crop(scaled: Scaled, box: list[float], pad: float) -> tuple[int, int, int, int] | None:
