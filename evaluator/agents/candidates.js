@@ -308,6 +308,7 @@
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
+    if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
     return {
       ...extra,
       order, tag, type,

@@ -78,6 +78,8 @@ APPEARANCE_WORDS = frozenset(
     green yellow orange purple pink grey gray black white dark light bold coloured colored floating
     sticky""".split()
 )
+# iwr-det-10: numbers that count look-alikes ("the two menu icons"), not names
+COUNT_WORDS = frozenset("two three four five six seven eight nine ten eleven twelve 2 3 4 5 6 7 8 9 10 11 12".split())
 NAMING_ROLE_WORDS = frozenset("logo avatar thumbnail photo picture image menu dropdown checkbox".split())
 LABEL_MARKERS = frozenset("labeled labelled named titled called saying says reading marked text".split())
 # Words that start a phrase locating the target by something else ("... to the left of 'Buy milk'").
@@ -188,6 +190,8 @@ class Description:
     shapes: list[str] = field(default_factory=list)
     # iwr-det-6: the extreme look-alike that way ("far left")
     edge: str | None = None
+    # iwr-det-10: "again" / "the same": the element the previous action used
+    again: bool = False
 
     @property
     def has_text_cue(self) -> bool:
@@ -202,7 +206,8 @@ class Description:
                 **({"picture": True} if self.picture else {}),
                 **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {}),
                 **({"colours": self.colours, "shapes": self.shapes} if self.colours else {}),
-                **({"edge": self.edge} if self.edge else {})}
+                **({"edge": self.edge} if self.edge else {}),
+                **({"again": True} if self.again else {})}
 
 
 @dataclass
@@ -240,6 +245,8 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         for t in tokens:
             if t.kind == "content" and t.word in CHECK_VERBS and not t.capital:
                 t.kind, ticks = "action", True
+    if params is not None and params.count_words:
+        _counts(tokens)
     if params is not None and params.grid_ordinals:
         _grid_positions(tokens, desc, sides=params.side_rows)
     if params is not None and params.colour_words:
@@ -249,6 +256,8 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     kinds = _phases(tokens, between=params is not None and params.between_relation,
                     sequence=params is not None and params.sequence_relations)
     _collect(tokens, desc)
+    if params is not None and params.repeat_targets:
+        desc.again = _repeats(tokens)
     if params is not None and params.colour_words:
         desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
                                if t.phase == "target" and t.kind == "appearance" and t.word in COLOUR_WORDS)
@@ -262,6 +271,42 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     if params is not None and params.picture_nouns:
         desc.picture = any(w in PICTURE_WORDS for w in desc.role_words) and not desc.quotes
     return desc
+
+
+def _counts(tokens: list[_Token]) -> None:
+    """iwr-det-10: "the upper of the two menu icons", "one of the 3 tabs": a number before a plural noun
+    (across the words of its noun phrase) says how many look-alikes there are; it is no word of the
+    target's name. "The 2 button" or "Dummy 2" keep their number."""
+    for i, token in enumerate(tokens):
+        if token.kind not in ("content", "stop") or token.capital or token.word not in COUNT_WORDS:
+            continue
+        for after in tokens[i + 1:i + 4]:
+            if after.kind not in ("content", "role", "appearance") or after.capital:
+                break
+            if _plural(after.word):
+                token.kind = "stop"
+                break
+
+
+def _repeats(tokens: list[_Token]) -> bool:
+    """iwr-det-10: the target is the element the previous action used: "again", or "the same" before the
+    target's role noun ("the same menu icon"; "the same password" or "under the same carousel" are not)."""
+    for i, token in enumerate(tokens):
+        if token.phase != "target" or token.kind == "quote":
+            continue
+        if token.word == "again":
+            return True
+        if token.word == "same":
+            for after in tokens[i + 1:i + 4]:
+                if after.kind == "role":
+                    return True
+                if after.kind != "appearance":
+                    break
+    return False
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss")
 
 
 def _shape_heads(tokens: list[_Token]) -> None:

@@ -140,6 +140,11 @@ class TargetingParams(_Section):
     one_kind_look_alikes: bool = False
     # iwr-det-9: "the tab at the right end of the second row": an edge word picks in the row a grid position names
     row_edges: bool = False
+    # iwr-det-10: "the upper of the two menu icons": a number before a plural noun counts look-alikes, names nothing
+    count_words: bool = False
+    # iwr-det-10: "tap the same icon again", "tap that icon again": the element the previous action used, when it
+    # is still shown and matches the description's words as well as the best does
+    repeat_targets: bool = False
 
 
 @dataclass(frozen=True)

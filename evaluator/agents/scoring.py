@@ -388,6 +388,8 @@ def score_candidates(desc: Description, page: dict, params: TargetingParams, foc
         s.score = _combine(s.parts, params) - (params.disabled_penalty if s.cand.get("disabled") else 0.0)
         if focus_bonus and s.cand.get("focused") and not desc.has_text_cue:
             s.score += params.type_focus_bonus
+    if params.repeat_targets and desc.again:
+        _apply_repeat(scored)
     return sorted(scored, key=lambda s: (-round(s.score, 6), s.area, s.cand["order"]))
 
 
@@ -471,6 +473,22 @@ def _all_in(words: list[str], pool, params: TargetingParams) -> bool:
 def _combine(parts: dict, params: TargetingParams) -> float:
     return (params.w_text * parts["text"] + params.w_attributes * parts["attributes"]
             + params.w_role * parts["role"] + params.w_position * parts["position"])
+
+
+# iwr-det-10 (repeat_targets): what "the same icon again" adds to the element the previous action used
+REPEAT_BONUS = 0.25
+
+
+def _apply_repeat(scored: list[Scored]) -> None:
+    """"Tap the same menu icon again, now pushed to the right of the panel": the element the previous
+    action used, still shown, is the target when the description's words and role fit it as well as
+    they fit the best match ("click the menu icon again" after a link in that menu is no repeat)."""
+    previous = next((s for s in scored if s.cand.get("previous")), None)
+    if previous is None or previous.parts["role"] < 0.7:
+        return
+    if previous.parts["text"] < max(s.parts["text"] for s in scored) - 0.05:
+        return
+    previous.score += REPEAT_BONUS
 
 
 def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingParams) -> None:

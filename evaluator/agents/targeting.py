@@ -62,7 +62,13 @@ LISTENER_TRACKER_JS = r"""
 })();
 """
 
-HANDLE_JS = "(i) => (window.__iwrTargets || [])[i] || null"
+# The chosen element; with ``remember`` (iwr-det-10's repeat_targets) also kept as the one the next description
+# may call "the same icon" or "that icon again".
+HANDLE_JS = """([i, remember]) => {
+  const el = (window.__iwrTargets || [])[i] || null;
+  if (remember && el) window.__iwrPreviousTarget = el;
+  return el;
+}"""
 
 
 @cache
@@ -115,6 +121,7 @@ def find_target(page, action, params=None) -> Target:
                                                "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
                                                "pictures": p.picture_nouns, "shownValues": p.check_verbs,
                                                "drawnGlyphs": p.drawn_glyphs and _names_icon(desc),
+                                               "repeat": p.repeat_targets and desc.again,
                                                "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
@@ -128,7 +135,7 @@ def find_target(page, action, params=None) -> Target:
         return target
     target.chosen = choice.summary()
     target.ambiguous = bool(target.runner_up and choice.score - target.runner_up["score"] <= p.ambiguity_margin)
-    target.handle = _handle(page, choice.index)
+    target.handle = _handle(page, choice.index, p.repeat_targets)
     if target.handle is None:
         target.reason = "the chosen element left the page before it could be used"
     return target
@@ -181,9 +188,9 @@ def _runner_up(ranked: list[Scored], choice: Scored | None) -> dict | None:
     return None
 
 
-def _handle(page, index: int):
+def _handle(page, index: int, remember: bool = False):
     try:
-        return page.evaluate_handle(HANDLE_JS, index).as_element()
+        return page.evaluate_handle(HANDLE_JS, [index, remember]).as_element()
     except Exception:  # the page navigated away between collection and use
         return None
 

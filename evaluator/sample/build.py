@@ -9,7 +9,10 @@ machine); every other page is read from its own folder. ``stand_ins`` maps a rem
 served page loads (a library from a CDN) to the same file in another pinned npm package
 (``jquery/dist/jquery.slim.min.js``): the server hands the page that file instead, so the
 page records offline exactly as it runs online (a page may write the URL with ``http:`` or
-protocol-relative, ``//host/path``: the same file). Building
+protocol-relative, ``//host/path``: the same file). A stand-in may also name a file a package's
+page loads but the package does not ship (``sidr/bower_components/jquery/dist/jquery.js``, a
+dependency its authors installed beside it with bower): the server hands that file out in its
+place. Building
 records every task with evaluator.authoring and writes ``OUT/<split>/data.jsonl`` plus
 ``OUT/<split>/data/<id>/``. A build is keyed on a hash of the manifest, the scripts, the
 pinned package versions, the evaluator version and the recorder's own code (authoring and
@@ -79,16 +82,23 @@ def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, str], list[SampleTas
 
 
 def load_stand_ins(path: Path = MANIFEST) -> dict[str, str]:
-    """Remote URL -> ``package/path`` of the pinned npm file served in its place (served pages only)."""
+    """Remote URL, or a file a package does not ship (``package/path``) -> ``package/path`` of the pinned
+    npm file served in its place (served pages only)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     stand_ins = data.get("stand_ins", {})
     for url, target in stand_ins.items():
         package, _, inner = target.partition("/")
-        if not url.startswith(("https://", "http://")):
-            raise SampleError(f"manifest: stand-in {url!r} is not a remote URL")
+        if not url.startswith(("https://", "http://")) and not _names_a_package_file(url, data["packages"]):
+            raise SampleError(f"manifest: stand-in {url!r} is neither a remote URL nor a file of a pinned package")
         if package not in data["packages"] or not inner or ".." in Path(inner).parts:
             raise SampleError(f"manifest: stand-in for {url} must name a file in a pinned package: {target!r}")
     return stand_ins
+
+
+def _names_a_package_file(path: str, packages: dict[str, str]) -> bool:
+    """``path`` reads ``<pinned package>/<path inside it>``, staying inside the package."""
+    package, _, inner = path.partition("/")
+    return package in packages and bool(inner) and ".." not in Path(inner).parts and not Path(path).is_absolute()
 
 
 def build_key(packages: dict[str, str], tasks: list[SampleTask]) -> str:
@@ -199,6 +209,9 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         path = unquote(urlsplit(self.path).path)
         if path.startswith(STAND_IN_PREFIX):
             return self._send(self._stand_in(path[len(STAND_IN_PREFIX):]), path)
+        filled = self._filled(path)
+        if filled is not None:
+            return self._send(filled, path)
         if self.stand_ins and path.endswith((".html", ".htm", "/")):
             file = Path(self.translate_path(self.path))
             file = file / "index.html" if file.is_dir() else file
@@ -218,6 +231,19 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         file = (self.sources / target).resolve()
         return file.read_bytes() if file.is_relative_to(root) and file.is_file() else None
 
+    def _filled(self, path: str) -> bytes | None:
+        """The stand-in for a file the page loads that its package does not ship; None otherwise."""
+        if self.sources is None:
+            return None
+        file = Path(self.translate_path(path))
+        if file.exists():
+            return None
+        root = self.sources.resolve()
+        if not file.resolve().is_relative_to(root):
+            return None
+        target = self.stand_ins.get(file.resolve().relative_to(root).as_posix())
+        return self._stand_in(target) if target else None
+
     def _send(self, body: bytes | None, name: str) -> None:
         if body is None:
             self.send_error(404)
@@ -233,6 +259,8 @@ def _point_at_stand_ins(text: str, stand_ins: dict[str, str]) -> str:
     """``text`` with each stand-in's URL pointed at ``/_npm/<package>/<path>``, whether the page writes
     it with ``https:``, ``http:`` or protocol-relative (``//host/path``, the same file over either)."""
     for url, target in stand_ins.items():
+        if "://" not in url:
+            continue  # a file the package does not ship: the page's own path already reaches it
         rest = url.split("://", 1)[1]
         for scheme in ("https:", "http:", ""):
             text = text.replace(f"{scheme}//{rest}", STAND_IN_PREFIX + target)

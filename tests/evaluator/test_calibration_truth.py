@@ -181,3 +181,31 @@ def test_a_class_moving_between_cousins_is_a_change_and_stripped_scripts_are_not
     assert step.elements_removed == ("li[0/1].open", "li[1/1]")
     # the <link> is an element of its own, but it shifts no other element's place
     assert [e for e in with_scripts["elements"] if not e.startswith("link")] == before["elements"]
+
+
+_PANEL = ("<style>#panel{{position:fixed;top:0;width:200px;left:{left}px}} #far{{position:absolute;left:{far}px}}"
+          "</style><nav id='panel'><a>Header 1</a> <a>Header 2</a></nav><p>Article text</p>"
+          "<div id='far'>Parked copy</div><div style='height:3000px'>Long page</div>")
+
+
+@pytest.mark.browser
+def test_words_laid_out_beside_the_page_appear_when_they_slide_in():
+    """A slide-in menu parked left of the window (or a block right of the page's width) shows nothing:
+    its words are not read until it slides into view, so a copy whose menu never opens differs from
+    the page whose menu did. Words below the window are read (scrolling reaches them)."""
+    from evaluator.browser import launch
+
+    with launch() as browser:
+        context = browser.new_context(viewport={"width": 400, "height": 300})
+        try:
+            page = context.new_page()
+            parked = _read_state(page, _PANEL.format(left=-200, far=5000))
+            opened = _read_state(page, _PANEL.format(left=0, far=5000))
+            in_page = _read_state(page, _PANEL.format(left=0, far=100))
+        finally:
+            context.close()
+    assert parked["words"] == ["Article", "text", "Long", "page"]
+    step = truth.change(parked, opened)
+    assert step.words_added == ("1", "2", "Header", "Header") and not step.words_removed
+    assert step.elements_added == step.elements_removed == ()
+    assert {"Parked", "copy"} <= set(in_page["words"])

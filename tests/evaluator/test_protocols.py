@@ -19,15 +19,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-7": "079458e870b25ae6",
     "iwr-det-8": "a1cd9b6b694ae215",
     "iwr-det-9": "31f9d414eaa20c58",
+    "iwr-det-10": "7f126d285854d738",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_9():
-    """The default protocol is iwr-det, version 9; versions 2 to 8 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_10():
+    """The default protocol is iwr-det, version 10; versions 2 to 9 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "9", "iwr-det-9")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "2345678"] == ["2", "3", "4", "5", "6", "7", "8"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "10", "iwr-det-10")
+    assert [get_protocol(f"iwr-det-{v}").version for v in "23456789"] == ["2", "3", "4", "5", "6", "7", "8", "9"]
     assert not protocol.requires_llm
 
 
@@ -130,7 +131,7 @@ def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
     from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-8"), get_protocol("iwr-det-9")
-    assert (new.name, new.version) == ("iwr-det", "9") and get_protocol() is new
+    assert (new.name, new.version) == ("iwr-det", "9") and get_protocol() is not new
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -141,6 +142,24 @@ def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
     kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
     assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
     assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
+
+
+def test_iwr_det_10_is_iwr_det_9_plus_named_fixes():
+    """iwr-det-10 keeps every iwr-det-9 value and adds two targeting settings found on the tuning half's slide-in
+    side menus (icon-only buttons: 'the upper of the two menu icons', 'the same menu icon again'), each off for
+    earlier versions."""
+    from evaluator.agents.params import TargetingParams
+
+    old, new = get_protocol("iwr-det-9"), get_protocol("iwr-det-10")
+    assert (new.name, new.version) == ("iwr-det", "10") and get_protocol() is new
+    for section, values in old.params.items():
+        assert {k: new.params[section][k] for k in values} == values, section
+    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
+    fixes = {("targeting", "count_words"), ("targeting", "repeat_targets")}
+    assert added == fixes
+    assert all(new.reasons[section][key] for section, key in fixes)
+    assert not any(getattr(TargetingParams.from_dict(old.params), key) for _, key in fixes)
+    assert all(getattr(TargetingParams.from_dict(new.params), key) for _, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():
@@ -201,8 +220,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-9 finds its protocol."""
-    assert get_protocol("iwr-det-9") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-10 finds its protocol."""
+    assert get_protocol("iwr-det-10") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-9") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-8") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-6") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-5") is not get_protocol("iwr-det")
@@ -213,7 +233,8 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = "iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-official"
+    known = ("iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, "
+             "iwr-official")
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 

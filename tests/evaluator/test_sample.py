@@ -249,12 +249,38 @@ def test_served_pages_load_their_cdn_library_from_the_pinned_npm_package(tmp_pat
             assert err.value.code == 404, refused
 
 
+def test_a_file_a_package_does_not_ship_is_served_from_its_stand_in(tmp_path):
+    """A page that loads ``../bower_components/lib/lib.js``, which its npm package leaves out, gets the
+    stand-in's file at that path; a file the package ships is its own, and an unnamed missing file is 404."""
+    import urllib.error
+    import urllib.request
+
+    sources = _stand_in_sources(tmp_path / "npm")
+    (sources / "site" / "docs" / "own.js").write_text("window.own = 1;")
+    task = SampleTask(tmp_path / "x.json", "dev", "site", "docs/index.html", ".")
+    stand_ins = {"site/bower_components/lib/lib.js": "lib/dist/lib.js", "site/docs/own.js": "lib/dist/lib.js"}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with build._served_roots(sources, [task], stand_ins) as served:
+        origin = served[task.script].rsplit("/docs/", 1)[0]
+        assert opener.open(origin + "/bower_components/lib/lib.js", timeout=5).read() == b"window.lib = 1;"
+        assert opener.open(origin + "/docs/own.js", timeout=5).read() == b"window.own = 1;"
+        for refused in ("/bower_components/lib/other.js", "/../other/secret.txt"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                opener.open(origin + refused, timeout=5)
+            assert err.value.code == 404, refused
+
+
 def test_a_stand_in_must_be_a_remote_url_for_a_file_of_a_pinned_package(tmp_path):
     manifest = tmp_path / "manifest.json"
     base = {"packages": {"jquery": "3.5.1"}, "tasks": []}
     manifest.write_text(json.dumps({**base, "stand_ins": {"https://cdn.example.com/x.js": "jquery/dist/x.js"}}))
     assert build.load_stand_ins(manifest) == {"https://cdn.example.com/x.js": "jquery/dist/x.js"}
-    for stand_ins, message in (({"/local/x.js": "jquery/dist/x.js"}, "is not a remote URL"),
+    # a file a pinned package's page loads but the package does not ship
+    manifest.write_text(json.dumps({**base, "stand_ins": {"jquery/bower/x.js": "jquery/dist/x.js"}}))
+    assert build.load_stand_ins(manifest) == {"jquery/bower/x.js": "jquery/dist/x.js"}
+    for stand_ins, message in (({"/local/x.js": "jquery/dist/x.js"}, "neither a remote URL nor a file of a pinned"),
+                               ({"react/x.js": "jquery/dist/x.js"}, "neither a remote URL nor a file of a pinned"),
+                               ({"jquery/../x.js": "jquery/dist/x.js"}, "neither a remote URL nor a file of a pinned"),
                                ({"https://cdn.example.com/x.js": "react/x.js"}, "must name a file in a pinned package"),
                                ({"https://cdn.example.com/x.js": "jquery/../../etc/passwd"}, "must name a file")):
         manifest.write_text(json.dumps({**base, "stand_ins": stand_ins}))
@@ -263,9 +289,12 @@ def test_a_stand_in_must_be_a_remote_url_for_a_file_of_a_pinned_package(tmp_path
 
 
 def test_the_sample_loads_nothing_remote_except_through_a_stand_in():
-    """Every stand-in of the real manifest names a pinned package's file that setup fetches."""
+    """Every stand-in of the real manifest names a pinned package's file that setup fetches; one for a
+    file a package does not ship names a file that is indeed missing (else it would never be used)."""
     packages, _ = load_manifest()
     for url, target in build.load_stand_ins().items():
-        assert url.startswith("https://") and target.partition("/")[0] in packages
+        assert url.startswith("https://") or url.partition("/")[0] in packages
+        assert target.partition("/")[0] in packages
         if NPM.is_dir():
             assert (NPM / target).is_file(), target
+            assert url.startswith("https://") or not (NPM / url).exists(), url

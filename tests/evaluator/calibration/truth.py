@@ -7,7 +7,9 @@ selectors, same settle / clock step / settle after each action. After every step
 
 - ``words``: the words of the document's text, leaving out what the page itself hides with
   the ``hidden`` attribute, ``aria-hidden`` or an inline ``display: none`` / ``visibility:
-  hidden`` that its scripts set (no stylesheet is consulted: an unstyled copy has the same text);
+  hidden`` that its scripts set (no stylesheet is consulted: an unstyled copy has the same text),
+  and what is laid out wholly beside the page, where no scrolling reaches it (a slide-in menu parked
+  left of the window until it opens: its words appear when it slides in);
 - ``scroll``: the window's scroll position;
 - ``elements`` (compared between pages made from the same document): every element's state
   that is not styling: tag, classes, its place (among its siblings, and its parent's and
@@ -67,18 +69,25 @@ STATE_JS = r"""
     const state = attrs.length ? "{" + attrs.join(",") + "}" : "";
     return el.tagName.toLowerCase() + "[" + place + "]" + (cls ? "." + cls : "") + state;
   };
-  const walk = (node) => {
+  // Laid out wholly left of the page or right of its scrollable width: no scrolling shows it.
+  const pageWidth = Math.max(document.documentElement.scrollWidth, innerWidth);
+  const besideThePage = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 && r.height <= 0) return false;
+    return r.right + scrollX <= 0 || r.left + scrollX >= pageWidth;
+  };
+  const walk = (node, shown) => {
     for (const child of node.childNodes) {
       if (child.nodeType === Node.TEXT_NODE) {
-        for (const w of child.textContent.split(/\s+/)) if (w) words.push(w);
+        if (shown) for (const w of child.textContent.split(/\s+/)) if (w) words.push(w);
       } else if (child.nodeType === Node.ELEMENT_NODE && !SKIP.has(child.tagName)) {
         if (hiddenByPage(child)) continue;
         elements.push(describe(child));
-        walk(child);
+        walk(child, shown && !besideThePage(child));
       }
     }
   };
-  if (document.body) walk(document.body);
+  if (document.body) walk(document.body, true);
   return {words, scroll: [Math.round(scrollX), Math.round(scrollY)], elements};
 }
 """
