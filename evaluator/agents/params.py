@@ -145,6 +145,9 @@ class TargetingParams(_Section):
     # iwr-det-10: "tap the same icon again", "tap that icon again": the element the previous action used, when it
     # is still shown and matches the description's words as well as the best does
     repeat_targets: bool = False
+    # iwr-det-10: "'Cancel' in the dialog": where the best words match inside an element the anchor names (its tag,
+    # role, id or class), candidates outside it lose OUTSIDE_CONTAINER_PENALTY
+    container_anchors: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,4 +232,10 @@ class AssertionParams(_Section):
     # iwr-det-9: a quoted phrase the reference's words gained, missing from a page whose words changed, fails the
     # step whatever the other phrases or the word delta say
     absent_quotes_decide: bool = False
+    # iwr-det-10: a quoted phrase the document's text shows neither before nor after the action is counted in the
+    # text blocks in view, where each element's words are their own ("Ok" and "Cancel" of adjacent buttons, which
+    # innerText runs together as "OkCancel")
+    block_text_phrases: bool = False
+    # iwr-det-10: absent_quotes_decide also where the page's words did not change, unless a canvas draws much of it
+    absent_quotes_undrawn: bool = False
 

@@ -390,6 +390,8 @@ def score_candidates(desc: Description, page: dict, params: TargetingParams, foc
             s.score += params.type_focus_bonus
     if params.repeat_targets and desc.again:
         _apply_repeat(scored)
+    if params.container_anchors and desc.anchors and scored:
+        _apply_containers(desc, scored, params)
     return sorted(scored, key=lambda s: (-round(s.score, 6), s.area, s.cand["order"]))
 
 
@@ -489,6 +491,38 @@ def _apply_repeat(scored: list[Scored]) -> None:
     if previous.parts["text"] < max(s.parts["text"] for s in scored) - 0.05:
         return
     previous.score += REPEAT_BONUS
+
+
+# iwr-det-10 (container_anchors): what a candidate outside the container the description names loses
+OUTSIDE_CONTAINER_PENALTY = 0.1
+
+
+def _apply_containers(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+    """"Tap 'Cancel' in the dialog": the dialog's button says 'Cancel'; an icon far below, titled
+    '.ui-icon-cancel', matched the word in its title and its class name too and won. An anchor word no relation
+    places ("in the dialog", "in the toolbar") names a container when some candidates lie inside an element
+    whose tag, role, id or class says it; where the best match by words is among those, the candidates outside
+    lose OUTSIDE_CONTAINER_PENALTY. A word no ancestor says, or said around every candidate, changes nothing."""
+    placed = {w for relation in desc.relations for w in relation.named}
+    top_text = max(s.parts["text"] for s in scored)
+    for word in desc.anchors:
+        if word in placed or len(word) < 3 or word in NOISE_TOKENS:
+            continue
+        inside = [s for s in scored if best_token_match(word, _ancestor_tokens(s.cand), params.token_match)]
+        if not inside or len(inside) == len(scored):
+            continue
+        if max(s.parts["text"] for s in inside) < top_text - 0.05:
+            continue
+        kept = {id(s) for s in inside}
+        for s in scored:
+            if id(s) not in kept:
+                s.score -= OUTSIDE_CONTAINER_PENALTY
+
+
+def _ancestor_tokens(cand: dict) -> set[str]:
+    if "_ancestors" not in cand:
+        cand["_ancestors"] = {t for value in cand.get("context", []) for t in split_identifier(value) if len(t) > 2}
+    return cand["_ancestors"]
 
 
 def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingParams) -> None:

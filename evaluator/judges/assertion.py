@@ -77,6 +77,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     texts = {m: _texts(before, after, m) for m in ("appearance", "removal", "state", "unchanged")}
     checks = [_check(ph, texts, p) for ph in phrases]
     checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
+    if p.block_text_phrases:
+        _count_in_blocks(checks, phrases, before, after, p)
     _mark_stale(checks, phrases, action, before, after, reference, p)
     if p.idle_phrases:
         _mark_idle(checks, phrases, action, before, after, reference, p)
@@ -96,7 +98,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
         evidence["text_change_missing"] = True
         return Verdict(False, evidence, "the page's text, DOM and form state did not change; the reference's "
                                         "text did")
-    return _decide(evidence, checks, delta, mode, changed, reference, p)
+    return _decide(evidence, checks, delta, mode, changed, reference, p,
+                   drawn=max(before.canvas_share, after.canvas_share) > 0.1)
 
 
 def reaction_missing(action, before: PageState, after: PageState, reference: RefDelta | None,
@@ -234,7 +237,7 @@ def _page_reacted(changes: dict, reference: RefDelta | None, p: AssertionParams)
     return bool(changes.get("dom"))
 
 
-def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
+def _decide(evidence, checks, delta, mode, changed, reference, p, drawn: bool = False) -> Verdict:
     ref_changed = reference.changed if reference is not None else None
     if evidence.get("reference_unchanged"):
         phrases_hold = _phrases_hold(checks, p)
@@ -266,12 +269,13 @@ def _decide(evidence, checks, delta, mode, changed, reference, p) -> Verdict:
         evidence.update({"phrases_held": round(held, 4), "elements_not_done": undone, "deltas_agree": agree})
         return Verdict(False, evidence, f"the reference changed {', '.join(repr(n) for n in undone)} where it stands; "
                                         "the page left it as it was")
-    absent = [c["phrase"] for c in checks if _quote_absent(c, evidence["changes"], reference)] \
+    absent = [c["phrase"] for c in checks if _quote_absent(c, evidence["changes"], reference, p, drawn)] \
         if p.absent_quotes_decide and mode != "unchanged" else []
     if absent:
         evidence.update({"phrases_held": round(held, 4), "quotes_absent": absent, "deltas_agree": agree})
+        how = "changed without it" if evidence["changes"].get("text") else "do not show it"
         return Verdict(False, evidence, f"the reference's words gained {', '.join(repr(q) for q in absent)}; the "
-                                        "page's words changed without it")
+                                        f"page's words {how}")
     phrases_hold = _phrases_hold(checks, p)
     evidence.update({"phrases_held": round(held, 4), "phrases_hold": phrases_hold, "deltas_agree": agree})
     if mode == "unchanged":
@@ -314,15 +318,20 @@ def _element_not_done(check: dict) -> bool:
         and check.get("reference_change") is not None
 
 
-def _quote_absent(check: dict, changes: dict, reference: RefDelta | None) -> bool:
+def _quote_absent(check: dict, changes: dict, reference: RefDelta | None, p: AssertionParams | None = None,
+                  drawn: bool = False) -> bool:
     """iwr-det-9 (``absent_quotes_decide``): a quoted phrase said to appear, which the reference's words gained
     at this step (it shows more often in the reference's text after than before), is nowhere on the page after
     the action, though the page's own words changed: the page did something else (another tab opened, a link
     left for a picture file). Only where the page's words changed, so a page drawing its words (a canvas, an
-    image) is not judged by its missing text."""
+    image) is not judged by its missing text. Under ``absent_quotes_undrawn`` (iwr-det-10) a page whose words did
+    not change is judged so too, unless a canvas draws a large part of it: "A dialog titled 'Dialog Title'
+    opens" on a page whose button did nothing but scroll into view passed on the word delta of the scroll."""
     if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check["after"]:
         return False
-    if reference is None or not reference.texts or not changes.get("text"):
+    if reference is None or not reference.texts:
+        return False
+    if not changes.get("text") and not (p is not None and p.absent_quotes_undrawn and not drawn):
         return False
     before, after = reference.texts
     quoted = words(check["phrase"])
@@ -383,6 +392,20 @@ def _check(phrase: Phrase, texts: dict, p: AssertionParams) -> dict:
         holds = n_after > 0
     return {"phrase": phrase.text, "kind": phrase.kind, "mode": phrase.mode, "before": n_before,
             "after": n_after, "holds": holds}
+
+
+def _count_in_blocks(checks, phrases, before: PageState, after: PageState, p: AssertionParams) -> None:
+    """iwr-det-10 (``block_text_phrases``): "a dialog opens with the buttons 'Ok' and 'Cancel'", whose buttons sit
+    side by side without a space between them in the markup: the document's text (innerText) reads "OkCancel",
+    so 'Ok' was never found. A quoted phrase the document's text shows neither before nor after the action is
+    counted in the text blocks in view instead, both times, where every text node stands on its own."""
+    for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
+        if check["kind"] != "quoted" or check["before"] or check["after"]:
+            continue
+        n_before, n_after = _count(phrase, before.viewport_text, p), _count(phrase, after.viewport_text, p)
+        if n_before or n_after:
+            checks[i] = {**_check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p),
+                         "source": "view"}
 
 
 def _mark_stale(checks, phrases, action, before: PageState, after: PageState, reference: RefDelta | None,

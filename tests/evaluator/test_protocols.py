@@ -19,7 +19,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-7": "079458e870b25ae6",
     "iwr-det-8": "a1cd9b6b694ae215",
     "iwr-det-9": "31f9d414eaa20c58",
-    "iwr-det-10": "7f126d285854d738",
+    "iwr-det-10": "290597062cf2229d",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -145,21 +145,24 @@ def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
 
 
 def test_iwr_det_10_is_iwr_det_9_plus_named_fixes():
-    """iwr-det-10 keeps every iwr-det-9 value and adds two targeting settings found on the tuning half's slide-in
-    side menus (icon-only buttons: 'the upper of the two menu icons', 'the same menu icon again'), each off for
+    """iwr-det-10 keeps every iwr-det-9 value and adds three targeting settings and two assertion settings found on
+    the tuning half's slide-in side menus (icon-only buttons: 'the upper of the two menu icons', 'the same menu
+    icon again') and widget showcase ("'Cancel' in the dialog", buttons innerText runs together), each off for
     earlier versions."""
-    from evaluator.agents.params import TargetingParams
+    from evaluator.agents.params import AssertionParams, TargetingParams
 
     old, new = get_protocol("iwr-det-9"), get_protocol("iwr-det-10")
     assert (new.name, new.version) == ("iwr-det", "10") and get_protocol() is new
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    fixes = {("targeting", "count_words"), ("targeting", "repeat_targets")}
+    fixes = {("targeting", "count_words"), ("targeting", "repeat_targets"), ("targeting", "container_anchors"),
+             ("assertion", "block_text_phrases"), ("assertion", "absent_quotes_undrawn")}
     assert added == fixes
     assert all(new.reasons[section][key] for section, key in fixes)
-    assert not any(getattr(TargetingParams.from_dict(old.params), key) for _, key in fixes)
-    assert all(getattr(TargetingParams.from_dict(new.params), key) for _, key in fixes)
+    kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
+    assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
+    assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
 
 
 def test_it_has_every_section_the_evaluator_reads():
