@@ -195,7 +195,7 @@ def _tree(page) -> str:
 
 def _handle(page, index: int):
     try:
-        return page.evaluate_handle(HANDLE_JS, index).as_element()
+        return page.evaluate_handle(HANDLE_JS, [index, False]).as_element()
     except Exception:  # the page navigated away between collection and use
         return None
 
