@@ -734,7 +734,9 @@ PROTOCOLS: dict[str, Protocol] = {
         description="iwr-det-9 with a number before a plural noun counting look-alikes, not naming the target; "
                     "'the same icon again' read as the element the previous action used; 'in the dialog' naming "
                     "a container the target lies in; and a quoted label that the document's text runs into its "
-                    "neighbour's ('OkCancel') found in the text in view. No LLM, no model weights.",
+                    "neighbour's ('OkCancel') found in the text in view; a quoted effect missing from a page "
+                    "whose words did not change failing its step unless a canvas draws the page. No LLM, no model "
+                    "weights.",
         sections={"targeting": _DET10_TARGETING, "assertion": _DET10_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),

@@ -402,10 +402,9 @@ def _count_in_blocks(checks, phrases, before: PageState, after: PageState, p: As
     for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
         if check["kind"] != "quoted" or check["before"] or check["after"]:
             continue
-        n_before, n_after = _count(phrase, before.viewport_text, p), _count(phrase, after.viewport_text, p)
-        if n_before or n_after:
-            checks[i] = {**_check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p),
-                         "source": "view"}
+        seen = _check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p)
+        if seen["before"] or seen["after"]:
+            checks[i] = {**seen, "source": "view"}
 
 
 def _mark_stale(checks, phrases, action, before: PageState, after: PageState, reference: RefDelta | None,
