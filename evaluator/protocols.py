@@ -544,6 +544,56 @@ _DET9_ASSERTION = {
 
 _DET10_ASSERTION = {**_DET9_ASSERTION, **_DET10_ASSERTION_EXTRA}
 
+# iwr-det-11: found on the tuning half's colour picker documentation (Spectrum), whose palettes are squares that a
+# child span fills with colour.
+_DET11_TARGETING = {
+    **_DET10_TARGETING,
+    "child_fill_colours": (True, "'Tap the blue square in the bottom row of the palette': each square of the palette "
+                                 "is a span whose inner span, filling it, paints the colour; the span itself paints "
+                                 "nothing, so no square matched 'blue' and a link far below, whose text is blue, "
+                                 "won. A control without text now also paints the colours of a child that covers "
+                                 "at least half its box."),
+    "contained_look_alikes": (True, "The same description: 'in the bottom row of the palette' names the palette as a "
+                                    "container (iwr-det-10's container_anchors: an ancestor's class says 'palette'), "
+                                    "but the bottom row was counted among the look-alikes of the whole page, so its "
+                                    "pick was a link at the foot of the page and every square scored 0 for its "
+                                    "place. An ordinal, an edge, a grid row or a sequence now counts only the "
+                                    "look-alikes inside the container the description names."),
+}
+
+# iwr-det-11: found on the tuning half's phone page of jQuery UI's widgets, whose scripts-stripped snapshot passed
+# a step its truth fails.
+_DET11_ASSERTION = {
+    **_DET10_ASSERTION,
+    "reached_states": (True, "\"'Choice 3' is now the selected choice instead of 'Choice 2'\" on a phone: the radio "
+                             "set lay below the first view, so the tap scrolled the window to reach it (iwr-det-8's "
+                             "acting scroll), and the judge compared the named elements' states in the view before "
+                             "the action, where 'Choice 3' was not, with those after the tap, where it was: the "
+                             "label counted as changed on any page, and a scripts-stripped snapshot, whose label "
+                             "kept its look, passed. Where reaching the target scrolled the window, the states "
+                             "before the click are now read in the view reached, just before it presses. The "
+                             "reference scrolled too, so its change at the element cannot be measured and "
+                             "iwr-det-8's element_clauses_decide did not apply (the scroll's word delta carried "
+                             "the step): a named element the click left there as it was, in its state and in every "
+                             "pixel of its box, now fails the step where the assertion claims a change and the "
+                             "element's own clause does not say it stays."),
+    "element_min_px": (2, "The same clause on the same copy: the radio buttons are hidden for the eye (clipped to "
+                          "1x1 px) under their labels, which the page's script draws as buttons, and a tap on a "
+                          "label ticks its radio button natively, scripts or not. The 1x1 button shares the "
+                          "label's name, so its checked flag changed the named element's state on a page whose "
+                          "label kept its look. An element drawn less than 2 px wide or high shows the eye no "
+                          "state and is left out of the named elements."),
+    "merged_view_phrases": (True, "\"A colour picker opens below it, with ... the buttons 'cancel' and 'choose'\" "
+                                  "failed on the reference page: the picker's buttons sit side by side without a "
+                                  "space between them, so the document's text (innerText) reads 'cancelchoose' and "
+                                  "gained no whole 'cancel' or 'choose', while the page's text shows both words "
+                                  "elsewhere all along, which iwr-det-10's block_text_phrases does not look past. A "
+                                  "quoted phrase said to appear whose count in the document's text did not change "
+                                  "is now counted in the text blocks in view too, where each text node stands on "
+                                  "its own, and holds when more of it shows there after the action; only where the "
+                                  "window did not scroll."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -646,11 +696,10 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-10 since the
-# calibration of 2026-12-06: nothing lower than iwr-det-9 on either half, every tuning measure higher; see
-# bench/README.md, "Slide-in side menus and a widget showcase join the tuning half: iwr-det-10"; each version
-# before it replaced its predecessor the same way); an earlier version is kept under its full name so that its
-# stored scores can still be read and reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-11 since the
+# calibration of 2026-12-06; see bench/README.md, "States read where a click reached: iwr-det-11"; each version
+# before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an
+# earlier version is kept under its full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -728,7 +777,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET9_TARGETING, "assertion": _DET9_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-10": Protocol(
         name="iwr-det",
         version="10",
         description="iwr-det-9 with a number before a plural noun counting look-alikes, not naming the target; "
@@ -738,6 +787,14 @@ PROTOCOLS: dict[str, Protocol] = {
                     "whose words did not change failing its step unless a canvas draws the page. No LLM, no model "
                     "weights.",
         sections={"targeting": _DET10_TARGETING, "assertion": _DET10_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="11",
+        description="iwr-det-10 with the state of a named element before a click read in the view the click "
+                    "scrolled to, where reaching its target moved the window. No LLM, no model weights.",
+        sections={"targeting": _DET11_TARGETING, "assertion": _DET11_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -383,7 +383,7 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
             with _phase(run, "action"):
                 if official is None and action.type == "Click" and action.logical_assertion \
                         and (run.params.get("assertion") or {}).get("acting_scroll"):
-                    reached = _reach(session, target)
+                    reached = _reach(session, target, (run.params.get("assertion") or {}).get("reached_states"))
                 executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
             if step["executed"]:
@@ -421,11 +421,12 @@ def _after_action(session, run: TaskRun, k: int, step: dict) -> None:
     step["_blocks"] = after.blocks
 
 
-def _reach(session, target):
+def _reach(session, target, states: bool = False):
     """iwr-det-8 (``acting_scroll``): scroll the click's target into view as the click itself would, and when
     that moved the window, the view reached (screenshot, scroll, the target's box) for the judge. None when
-    the target was in view already or the view could not be read (the click then scrolls as before)."""
-    from evaluator.judges.state import Reached
+    the target was in view already or the view could not be read (the click then scrolls as before).
+    ``states`` (iwr-det-11, ``reached_states``): also the states of the named elements in that view."""
+    from evaluator.judges.state import Reached, element_states
 
     handle = getattr(target, "handle", None)
     if handle is None:
@@ -442,7 +443,8 @@ def _reach(session, target):
         shot = session.screenshot()
     except Exception:  # detached, hidden: the click reports what is wrong with its target
         return None
-    return Reached(shot, (now[0], now[1]), (box["x"], box["y"], box["width"], box["height"]))
+    return Reached(shot, (now[0], now[1]), (box["x"], box["y"], box["width"], box["height"]),
+                   element_states(session.page) if states else None)
 
 
 WINDOW_SCROLL_JS = "() => [scrollX, scrollY]"

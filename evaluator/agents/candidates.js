@@ -262,6 +262,15 @@
       const ph = (parseFloat(ps.height) || 0) + side("borderTopWidth", "borderBottomWidth");
       paintedParts(ps, pw || rect.width, ph || rect.height, out);
     }
+    // iwr-det-11 (child_fill_colours): a textless control whose child fills most of its box (a colour swatch's
+    // inner square) paints that child's colours.
+    if (opts.childFill && !fullText && rect.width > 0 && rect.height > 0) {
+      const kids = el.children;
+      for (let i = 0; i < kids.length && i < 4; i++) {
+        const r = kids[i].getBoundingClientRect();
+        if (r.width * r.height >= 0.5 * rect.width * rect.height) paintedParts(getComputedStyle(kids[i]), r.width, r.height, out);
+      }
+    }
     return out;
   }
 

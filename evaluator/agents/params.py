@@ -148,6 +148,12 @@ class TargetingParams(_Section):
     # iwr-det-10: "'Cancel' in the dialog": where the best words match inside an element the anchor names (its tag,
     # role, id or class), candidates outside it lose OUTSIDE_CONTAINER_PENALTY
     container_anchors: bool = False
+    # iwr-det-11: a textless control paints the colours of a child that fills most of its box (a colour swatch's
+    # inner square)
+    child_fill_colours: bool = False
+    # iwr-det-11: an ordinal, an edge, a grid row or a sequence counts only the look-alikes inside the container
+    # the description names ("the bottom row of the palette")
+    contained_look_alikes: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,4 +244,12 @@ class AssertionParams(_Section):
     block_text_phrases: bool = False
     # iwr-det-10: absent_quotes_decide also where the page's words did not change, unless a canvas draws much of it
     absent_quotes_undrawn: bool = False
+    # iwr-det-11: where a click scrolled the view to reach its target (acting_scroll), the named elements' states
+    # before the click are read in that view, not in the view before the action (where they may lie out of view)
+    reached_states: bool = False
+    # iwr-det-11: a named element drawn narrower or lower than this (px) shows the eye no state (0: every element)
+    element_min_px: float = 0
+    # iwr-det-11: a quoted phrase said to appear whose count in the document's text did not change, on a page whose
+    # window did not scroll, is counted in the text blocks in view (innerText runs adjacent labels together)
+    merged_view_phrases: bool = False
 

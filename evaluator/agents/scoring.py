@@ -375,23 +375,28 @@ def geometry_of(cand: dict, page: dict) -> dict:
 def score_candidates(desc: Description, page: dict, params: TargetingParams, focus_bonus: bool = False) -> list[Scored]:
     """Every candidate scored, best first (ties: smaller area, then document order)."""
     scored = [_score_one(desc, i, cand, page, params, focus_bonus) for i, cand in enumerate(page["candidates"])]
+    containers = _container_members(desc, scored, params) if params.container_anchors and desc.anchors and scored \
+        else []
+    within = set.intersection(*containers) if params.contained_look_alikes and containers else None
     sequence = [r for r in desc.relations if r.kind in SEQUENCE_KINDS] if params.sequence_relations else []
     if sequence:
-        _apply_sequence(desc, sequence[0], scored, page, params)
+        _apply_sequence(desc, sequence[0], scored, page, params, within)
     elif params.grid_ordinals and (desc.grid_row or desc.grid_col):
-        _apply_grid(desc, scored, params)
+        _apply_grid(desc, scored, params, within)
     elif desc.ordinal is not None:
-        _apply_ordinal(desc, scored, params)
+        _apply_ordinal(desc, scored, params, within)
     elif params.edge_positions and desc.edge:
-        _apply_edge(desc, scored, params)
+        _apply_edge(desc, scored, params, within)
     for s in scored:
         s.score = _combine(s.parts, params) - (params.disabled_penalty if s.cand.get("disabled") else 0.0)
         if focus_bonus and s.cand.get("focused") and not desc.has_text_cue:
             s.score += params.type_focus_bonus
     if params.repeat_targets and desc.again:
         _apply_repeat(scored)
-    if params.container_anchors and desc.anchors and scored:
-        _apply_containers(desc, scored, params)
+    for inside in containers:
+        for s in scored:
+            if id(s) not in inside:
+                s.score -= OUTSIDE_CONTAINER_PENALTY
     return sorted(scored, key=lambda s: (-round(s.score, 6), s.area, s.cand["order"]))
 
 
@@ -497,14 +502,17 @@ def _apply_repeat(scored: list[Scored]) -> None:
 OUTSIDE_CONTAINER_PENALTY = 0.1
 
 
-def _apply_containers(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+def _container_members(desc: Description, scored: list[Scored], params: TargetingParams) -> list[set[int]]:
     """"Tap 'Cancel' in the dialog": the dialog's button says 'Cancel'; an icon far below, titled
     '.ui-icon-cancel', matched the word in its title and its class name too and won. An anchor word no relation
     places ("in the dialog", "in the toolbar") names a container when some candidates lie inside an element
     whose tag, role, id or class says it; where the best match by words is among those, the candidates outside
-    lose OUTSIDE_CONTAINER_PENALTY. A word no ancestor says, or said around every candidate, changes nothing."""
+    lose OUTSIDE_CONTAINER_PENALTY. A word no ancestor says, or said around every candidate, changes nothing.
+    Returns, for each word that names a container, the ids of the candidates inside it (each costs the
+    candidates outside it the penalty)."""
     placed = {w for relation in desc.relations for w in relation.named}
     top_text = max(s.parts["text"] for s in scored)
+    members = []
     for word in desc.anchors:
         if word in placed or len(word) < 3 or word in NOISE_TOKENS:
             continue
@@ -513,10 +521,8 @@ def _apply_containers(desc: Description, scored: list[Scored], params: Targeting
             continue
         if max(s.parts["text"] for s in inside) < top_text - 0.05:
             continue
-        kept = {id(s) for s in inside}
-        for s in scored:
-            if id(s) not in kept:
-                s.score -= OUTSIDE_CONTAINER_PENALTY
+        members.append({id(s) for s in inside})
+    return members
 
 
 def _ancestor_tokens(cand: dict) -> set[str]:
@@ -525,11 +531,11 @@ def _ancestor_tokens(cand: dict) -> set[str]:
     return cand["_ancestors"]
 
 
-def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingParams, within=None) -> None:
     """"the second Add button": the n-th, in reading order, of the candidates that match best otherwise."""
     if not scored:
         return
-    group = reading_order(_look_alikes(desc, scored, params))
+    group = reading_order(_look_alikes(desc, scored, params, within=within))
     n = desc.ordinal
     pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
     for s in scored:
@@ -537,7 +543,8 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
 
 
-def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dict, params: TargetingParams) -> None:
+def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dict, params: TargetingParams,
+                    within=None) -> None:
     """"the dark button right after the pink dot": the anchor is the element its own words describe best
     (scored like a target, and only if it would be accepted as one); the target is the look-alike that
     comes next after it (or last before it) in reading order. Like an ordinal, this decides the
@@ -549,7 +556,7 @@ def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dic
     if not ranked or ranked[0].score < params.accept_threshold:
         return
     anchor = ranked[0].cand
-    group = [s for s in _look_alikes(desc, scored, params) if s.cand is not anchor]
+    group = [s for s in _look_alikes(desc, scored, params, within=within) if s.cand is not anchor]
     ordered = reading_order([*group, Scored(-1, anchor)])
     at = next(i for i, s in enumerate(ordered) if s.cand is anchor)
     side = ordered[at + 1:] if relation.kind == "after" else ordered[:at][::-1]
@@ -564,12 +571,12 @@ _EDGE_KEYS = {"left": lambda g: (g["cx"], g["cy"]), "right": lambda g: (-g["cx"]
               "top": lambda g: (g["cy"], g["cx"]), "bottom": lambda g: (-g["cy"], g["cx"])}
 
 
-def _apply_edge(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+def _apply_edge(desc: Description, scored: list[Scored], params: TargetingParams, within=None) -> None:
     """"the small button at the far left of the toolbar": among the candidates that match best otherwise,
     the one furthest that way; like an ordinal, it decides the position part (halved with regions)."""
     if not scored:
         return
-    group = _look_alikes(desc, scored, params)
+    group = _look_alikes(desc, scored, params, within=within)
     key = _EDGE_KEYS[desc.edge]
     pick = min(group, key=lambda s: (*key(s.cand["_geometry"]), s.cand["order"])) if group else None
     for s in scored:
@@ -577,12 +584,12 @@ def _apply_edge(desc: Description, scored: list[Scored], params: TargetingParams
         s.parts["position"] = edge if not desc.regions else (edge + s.parts["position"]) / 2
 
 
-def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams) -> None:
+def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams, within=None) -> None:
     """"the middle tile of the second row": row, then column (an ordinal, "middle", "left" / "right"
     or a column ordinal) among the look-alikes that match best otherwise, by their laid-out rows."""
     if not scored:
         return
-    group = _look_alikes(desc, scored, params, regions=False)
+    group = _look_alikes(desc, scored, params, regions=False, within=within)
     rows = laid_out_rows(group)
     if desc.grid_row:
         rows = [_nth(rows, desc.grid_row)] if _nth(rows, desc.grid_row) else []
@@ -614,7 +621,13 @@ def _nth(items: list, n: int):
     return items[n - 1] if 0 < n <= len(items) else None
 
 
-def _look_alikes(desc: Description, scored: list[Scored], params: TargetingParams, regions: bool = True) -> list:
+def _look_alikes(desc: Description, scored: list[Scored], params: TargetingParams, regions: bool = True,
+                 within: set[int] | None = None) -> list:
+    """The candidates that match best otherwise, among which an ordinal, an edge, a grid row or a sequence picks;
+    ``within`` (iwr-det-11, ``contained_look_alikes``): only those inside the container the description names
+    ("the bottom row of the palette" counts the palette's rows, not the page's)."""
+    if within:
+        scored = [s for s in scored if id(s) in within] or scored
     top_text = max(s.parts["text"] for s in scored)
     top_role = max(s.parts["role"] for s in scored)
     top_pos = max(s.parts["position"] for s in scored)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rapidfuzz import fuzz
 
@@ -79,11 +79,14 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     checks = _ocr_retry(checks, phrases, texts, before, after, p, evidence) or checks
     if p.block_text_phrases:
         _count_in_blocks(checks, phrases, before, after, p)
+    if p.merged_view_phrases and not _moved(before.scroll, after.scroll, p.scroll_epsilon):
+        _count_merged_in_view(checks, phrases, before, after, p)
     _mark_stale(checks, phrases, action, before, after, reference, p)
     if p.idle_phrases:
         _mark_idle(checks, phrases, action, before, after, reference, p)
     if p.element_state:
-        checks = _element_checks(assertion, checks, before, after, reference, p)
+        checks = _element_checks(assertion, checks, _reached_view(before, reached, p), after, reference, p,
+                                 reached=_reached_claim(action, assertion, reached, after, p))
     if p.unchanged_reference_state and _reference_same(reference, p) and checks:
         checks = [_as_state(c) for c in checks]
         evidence["reference_unchanged"] = True
@@ -159,13 +162,37 @@ def _text_change_missing(action, before: PageState, after: PageState, changes: d
     return not any(changes[k] for k in ("url", "text", "dom", "values", "checked"))
 
 
-def _element_checks(assertion: str, checks: list[dict], before, after, reference, p) -> list[dict]:
-    """Phrases naming the subject of a visible-state clause are judged on that element's state."""
+def _reached_view(before: PageState, reached: Reached | None, p: AssertionParams) -> PageState:
+    """iwr-det-11 (``reached_states``): the page just before the click pressed, where reaching its target
+    scrolled the window: the named elements' states and the screenshot of the view reached. Before the action
+    they lay out of view, so an element there counted as new whatever the click did to it."""
+    if not (p.reached_states and reached is not None and reached.elements is not None):
+        return before
+    return replace(before, elements=reached.elements, screenshot=reached.screenshot, scroll=reached.scroll)
+
+
+def _reached_claim(action, assertion: str, reached: Reached | None, after: PageState, p: AssertionParams) -> bool:
+    """iwr-det-11: a click that scrolled to reach its target, read there (``reached_states``), did not move the
+    window after pressing, and its assertion claims a change (appearance, removal or 'now'): a named element
+    the click left as the reached view showed it, in its state and its pixels, is then a clause not done."""
+    if not (p.reached_states and reached is not None and reached.elements is not None):
+        return False
+    if getattr(action, "type", "") != "Click" or _moved(reached.scroll, after.scroll, p.scroll_epsilon):
+        return False
+    return polarity(assertion) in ("appearance", "removal") or bool(CLAIMS_NOW.search(strip_quoted(assertion)))
+
+
+def _element_checks(assertion: str, checks: list[dict], before, after, reference, p,
+                    reached: bool = False) -> list[dict]:
+    """Phrases naming the subject of a visible-state clause are judged on that element's state; ``reached``:
+    ``before`` is the view a click scrolled to, and the assertion claims a change (:func:`_reached_claim`)."""
     names = state_clause_names(assertion)
+    changing = state_clause_names(assertion, steady=False) if reached else set()
     out = []
     for check in checks:
-        judged = element_check(normalize(check["phrase"]), before, after, reference, p) \
-            if normalize(check["phrase"]) in names else None
+        name = normalize(check["phrase"])
+        judged = element_check(name, before, after, reference, p, reached=name in changing) \
+            if name in names else None
         out.append(judged or check)
     return out
 
@@ -264,11 +291,15 @@ def _decide(evidence, checks, delta, mode, changed, reference, p, drawn: bool = 
         why = "page did not change" if not changed else f"every phrase idle in the reference: deltas agree={agree}"
         return Verdict(passed, evidence, why)
     checks = [c for c in checks if not c.get("idle")]
-    undone = [c["phrase"] for c in checks if _element_not_done(c)] if p.element_clauses_decide else []
-    if undone:
+    not_done = [c for c in checks if _element_not_done(c)] if p.element_clauses_decide else []
+    if not_done:
+        undone = [c["phrase"] for c in not_done]
         evidence.update({"phrases_held": round(held, 4), "elements_not_done": undone, "deltas_agree": agree})
-        return Verdict(False, evidence, f"the reference changed {', '.join(repr(n) for n in undone)} where it stands; "
-                                        "the page left it as it was")
+        names = ", ".join(repr(n) for n in undone)
+        if all(c.get("still_after_reaching") for c in not_done):
+            return Verdict(False, evidence, f"the click scrolled to reach its target and left {names} there as it "
+                                            "was (state and pixels), though the assertion says it changed")
+        return Verdict(False, evidence, f"the reference changed {names} where it stands; the page left it as it was")
     absent = [c["phrase"] for c in checks if _quote_absent(c, evidence["changes"], reference, p, drawn)] \
         if p.absent_quotes_decide and mode != "unchanged" else []
     if absent:
@@ -313,9 +344,11 @@ def _element_not_done(check: dict) -> bool:
     """iwr-det-8 (``element_clauses_decide``): a clause about a named element seen not done, which fails the
     step however many other phrases hold and whatever the word delta says. The reference changed at the
     element's place (measured, so not where it scrolled); on the page the element's state did not change and
-    its place does not look like the reference's."""
+    its place does not look like the reference's. Or (iwr-det-11) the reference scrolled, and the page's click
+    scrolled to reach its target too, and there left the element as it was, in its state and its pixels, though
+    the assertion claims a change."""
     return check["kind"] == "element" and check["mode"] == "appearance" and not check["holds"] \
-        and check.get("reference_change") is not None
+        and (check.get("reference_change") is not None or bool(check.get("still_after_reaching")))
 
 
 def _quote_absent(check: dict, changes: dict, reference: RefDelta | None, p: AssertionParams | None = None,
@@ -404,6 +437,24 @@ def _count_in_blocks(checks, phrases, before: PageState, after: PageState, p: As
             continue
         seen = _check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p)
         if seen["before"] or seen["after"]:
+            checks[i] = {**seen, "source": "view"}
+
+
+def _count_merged_in_view(checks, phrases, before: PageState, after: PageState, p: AssertionParams) -> None:
+    """iwr-det-11 (``merged_view_phrases``): "a colour picker opens with the buttons 'cancel' and 'choose'": the
+    picker's two buttons sit side by side without a space between them, so the document's text reads
+    'cancelchoose' and gains no whole 'cancel' when they show, while the page's text says 'cancel' elsewhere all
+    along (iwr-det-10's block_text_phrases counts in view only a phrase the document's text never shows). A
+    quoted phrase said to appear whose count in the document's text did not change is counted in the text blocks
+    in view too, where every text node stands on its own; when more of it shows there after the action, that
+    count holds. Only where the window did not scroll: a scroll brings words into view without showing them."""
+    for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
+        if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check.get("source"):
+            continue
+        if check["before"] != check["after"]:
+            continue
+        seen = _check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p)
+        if seen["holds"]:
             checks[i] = {**seen, "source": "view"}
 
 

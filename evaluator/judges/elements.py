@@ -24,25 +24,34 @@ STATE_WORDS = re.compile(
 )
 
 
-def state_clause_names(assertion: str) -> set[str]:
-    """Normalised names (quoted or capitalised) that a visible-state clause of ``assertion`` is about."""
+# A clause saying its element keeps its state ("'Tab 1' stays highlighted"): no change is claimed of it.
+STEADY_WORDS = re.compile(r"\b(still|stays?|remains?|keeps?|unchanged|as before)\b", re.I)
+
+
+def state_clause_names(assertion: str, steady: bool = True) -> set[str]:
+    """Normalised names (quoted or capitalised) that a visible-state clause of ``assertion`` is about;
+    ``steady=False`` leaves out the clauses that say the element keeps its state."""
     masked, quotes = _mask_quotes(assertion or "")
     names: set[str] = set()
     for clause in CLAUSE_SPLIT.split(masked):
         plain = PLACEHOLDER_RE.sub(" ", clause)
-        if not STATE_WORDS.search(plain):
+        if not STATE_WORDS.search(plain) or not steady and STEADY_WORDS.search(plain):
             continue
         names.update(normalize(quotes[int(m.group(1))]) for m in PLACEHOLDER_RE.finditer(clause))
         names.update(normalize(text) for text, _start in _capital_phrases(PLACEHOLDER_RE.sub(" , ", clause)))
     return {n for n in names if n}
 
 
-def element_check(name: str, before, after, reference, params) -> dict | None:
+def element_check(name: str, before, after, reference, params, reached: bool = False) -> dict | None:
     """The clause about the element named ``name``: did its state do what the reference's did there?
 
-    None when the page has no element of that name (the phrase is then checked as text).
+    None when the page has no element of that name (the phrase is then checked as text). ``reached``
+    (iwr-det-11): ``before`` is the view a click scrolled to before pressing, and the assertion claims a change;
+    where the reference's change there cannot be measured (it scrolled), an element whose state and pixels the
+    click left alone is marked ``still_after_reaching``.
     """
-    was, now = _named(before.elements, name), _named(after.elements, name)
+    smallest = params.element_min_px
+    was, now = _named(before.elements, name, smallest), _named(after.elements, name, smallest)
     if not now:
         return None
     changed = Counter(e["state"] for e in was) != Counter(e["state"] for e in now)
@@ -62,7 +71,20 @@ def element_check(name: str, before, after, reference, params) -> dict | None:
            "before": len(was), "after": len(now), "holds": holds}
     if look is not None:
         out["looks_like_reference"] = look
+    if reached and expected is None and not changed and _still(before, after, [e["box"] for e in now], params):
+        out["still_after_reaching"] = True
     return out
+
+
+def _still(before, after, boxes: list, params) -> bool:
+    """No pixel of the element's boxes changed (at the element tolerance) between the two screenshots: a
+    highlight set on a parent, a sibling or by a pseudo-class, which leaves the element's own state alone,
+    shows here; so does the pointer's hover shade on the element it pressed."""
+    if not boxes:
+        return False
+    shares = [region_change_fraction(before.screenshot, after.screenshot, box, params.diff_scale,
+                                     params.element_pixel_tolerance) for box in boxes[:6]]
+    return all(share is not None and share < params.element_change_fraction for share in shares)
 
 
 def _looks_like_reference(before, after, reference, boxes: list, params) -> bool:
@@ -104,8 +126,12 @@ def _same_place(before, reference, box: list, params) -> bool:
     return share is None or share < params.element_place_fraction
 
 
-def _named(elements: list, name: str) -> list[dict]:
-    return [e for e in elements or [] if normalize(e.get("name")) == name]
+def _named(elements: list, name: str, smallest: float = 0) -> list[dict]:
+    """The elements called ``name``; under ``element_min_px`` (iwr-det-11) only those drawn at least that many
+    pixels wide and high: a radio button clipped to 1x1 under its label, drawn as a button, shows no state to the
+    eye, though its checked flag changes with any click on the label."""
+    return [e for e in elements or [] if normalize(e.get("name")) == name
+            and (not smallest or min(e["box"][2], e["box"][3]) >= smallest)]
 
 
 def _reference_change_at(reference, boxes: list, params) -> float | None:

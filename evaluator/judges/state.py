@@ -16,7 +16,7 @@ from pathlib import Path
 from evaluator.judges.pixels import pixel_change_fraction as pixel_change_fraction
 
 STATE_JS = r"""
-({maxBlocks, maxText, elementStates}) => {
+({maxBlocks, maxText, elementStates, elementsOnly}) => {
   const vw = innerWidth, vh = innerHeight;
   const keyOf = (el, i) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : el.name ? "[" + el.name + "]" : ":" + i);
 
@@ -178,6 +178,7 @@ STATE_JS = r"""
     return out;
   }
 
+  if (elementsOnly) return {elements: elementStatesOf()};
   const body = document.body;
   return {
     elements: elementStates ? elementStatesOf() : [],
@@ -199,6 +200,9 @@ class Reached:
     screenshot: bytes
     scroll: tuple[float, float]
     box: tuple[float, float, float, float]
+    # iwr-det-11 (``reached_states``): {name, box, state} of the short-named elements in that view, as
+    # ``PageState.elements``; None when not read
+    elements: list | None = None
 
 
 @dataclass
@@ -260,6 +264,16 @@ def capture_state(page, screenshot: bytes | str | Path | None = None, take_scree
     if state.screenshot is None and take_screenshot:
         state.screenshot = _take_screenshot(page)
     return state
+
+
+def element_states(page) -> list | None:
+    """The state of every short-named element in view ({name, box, state}, as ``PageState.elements``), or None
+    when the page could not be read."""
+    try:
+        return page.evaluate(STATE_JS, {"maxBlocks": 0, "maxText": 0, "elementStates": True,
+                                        "elementsOnly": True})["elements"]
+    except Exception:  # detached, navigating: the judge falls back to the states before the action
+        return None
 
 
 def _png(screenshot: bytes | str | Path | None) -> bytes | None:

@@ -20,15 +20,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-8": "a1cd9b6b694ae215",
     "iwr-det-9": "31f9d414eaa20c58",
     "iwr-det-10": "290597062cf2229d",
+    "iwr-det-11": "3409b8d65c38a0ea",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_10():
-    """The default protocol is iwr-det, version 10; versions 2 to 9 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_11():
+    """The default protocol is iwr-det, version 11; versions 2 to 10 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "10", "iwr-det-10")
-    assert [get_protocol(f"iwr-det-{v}").version for v in "23456789"] == ["2", "3", "4", "5", "6", "7", "8", "9"]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "11", "iwr-det-11")
+    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 11)] == [str(v) for v in range(2, 11)]
     assert not protocol.requires_llm
 
 
@@ -124,40 +125,35 @@ def test_iwr_det_8_is_iwr_det_7_plus_named_fixes():
     assert all(getattr(AssertionParams.from_dict(new.params), key) for _, key in fixes)
 
 
-def test_iwr_det_9_is_iwr_det_8_plus_named_fixes():
-    """iwr-det-9 keeps every iwr-det-8 value and adds two assertion settings (an unstyled toast demo's wide
-    checkbox row, a wizard's wrong tab) and four targeting settings (a card grid under colour dots, tabs wrapped
-    into two rows) found on the tuning half, each off for earlier versions."""
+# Each version from iwr-det-9 on: the settings it adds, found on the tuning half (see evaluator/protocols.py).
+ADDED_SETTINGS = {
+    # an unstyled toast demo's wide checkbox row, a wizard's wrong tab; a card grid under colour dots, tabs wrapped
+    # into two rows
+    "9": {("assertion", "place_by_content"), ("assertion", "absent_quotes_decide"), ("targeting", "side_rows"),
+          ("targeting", "look_edges"), ("targeting", "one_kind_look_alikes"), ("targeting", "row_edges")},
+    # slide-in side menus ('the upper of the two menu icons', 'the same menu icon again') and a widget showcase
+    # ("'Cancel' in the dialog", buttons innerText runs together)
+    "10": {("targeting", "count_words"), ("targeting", "repeat_targets"), ("targeting", "container_anchors"),
+           ("assertion", "block_text_phrases"), ("assertion", "absent_quotes_undrawn")},
+    # a radio set drawn as buttons below a phone's first view; a colour picker's documentation
+    "11": {("assertion", "reached_states"), ("assertion", "element_min_px"), ("assertion", "merged_view_phrases"),
+           ("targeting", "child_fill_colours"), ("targeting", "contained_look_alikes")},
+}
+
+
+@pytest.mark.parametrize("version", sorted(ADDED_SETTINGS, key=int))
+def test_each_version_keeps_the_one_before_and_adds_named_fixes(version):
+    """iwr-det-N keeps every value of iwr-det-(N-1) and adds only its named settings, each with a reason, each off
+    for earlier versions."""
     from evaluator.agents.params import AssertionParams, TargetingParams
 
-    old, new = get_protocol("iwr-det-8"), get_protocol("iwr-det-9")
-    assert (new.name, new.version) == ("iwr-det", "9") and get_protocol() is not new
+    old, new = get_protocol(f"iwr-det-{int(version) - 1}"), get_protocol(f"iwr-det-{version}")
+    assert (new.name, new.version) == ("iwr-det", version)
+    assert (get_protocol() is new) == (version == max(ADDED_SETTINGS, key=int))
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    fixes = {("assertion", "place_by_content"), ("assertion", "absent_quotes_decide"), ("targeting", "side_rows"),
-             ("targeting", "look_edges"), ("targeting", "one_kind_look_alikes"), ("targeting", "row_edges")}
-    assert added == fixes
-    assert all(new.reasons[section][key] for section, key in fixes)
-    kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
-    assert not any(getattr(kinds[section].from_dict(old.params), key) for section, key in fixes)
-    assert all(getattr(kinds[section].from_dict(new.params), key) for section, key in fixes)
-
-
-def test_iwr_det_10_is_iwr_det_9_plus_named_fixes():
-    """iwr-det-10 keeps every iwr-det-9 value and adds three targeting settings and two assertion settings found on
-    the tuning half's slide-in side menus (icon-only buttons: 'the upper of the two menu icons', 'the same menu
-    icon again') and widget showcase ("'Cancel' in the dialog", buttons innerText runs together), each off for
-    earlier versions."""
-    from evaluator.agents.params import AssertionParams, TargetingParams
-
-    old, new = get_protocol("iwr-det-9"), get_protocol("iwr-det-10")
-    assert (new.name, new.version) == ("iwr-det", "10") and get_protocol() is new
-    for section, values in old.params.items():
-        assert {k: new.params[section][k] for k in values} == values, section
-    added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
-    fixes = {("targeting", "count_words"), ("targeting", "repeat_targets"), ("targeting", "container_anchors"),
-             ("assertion", "block_text_phrases"), ("assertion", "absent_quotes_undrawn")}
+    fixes = ADDED_SETTINGS[version]
     assert added == fixes
     assert all(new.reasons[section][key] for section, key in fixes)
     kinds = {"assertion": AssertionParams, "targeting": TargetingParams}
@@ -223,8 +219,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-10 finds its protocol."""
-    assert get_protocol("iwr-det-10") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-11 finds its protocol."""
+    assert get_protocol("iwr-det-11") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-10") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-9") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-8") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-6") is not get_protocol("iwr-det")
@@ -236,8 +233,8 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, "
-             "iwr-official")
+    known = ("iwr-det, iwr-det-10, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, "
+             "iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 
