@@ -2,14 +2,17 @@
 
 In the evaluator's own browser (Debian's Chromium headless shell, the same launch flags and
 offline routing) and with the same number of worker processes, per task: a fresh context, the
-page loaded offline from the bundle and the task's assets, a viewport screenshot; per action:
-perform it through the authoring script's known selector (no element search), wait one animation
-frame, take a viewport screenshot. No settle, no page-state reads, no assertion judge, no visual
-metrics, no OCR. ``bench/evaluator/run.py`` measures the evaluator against it.
+page loaded offline from the bundle and the task's assets (served as the evaluator serves them, asset
+placeholders and all), a viewport screenshot; per action: perform it through the authoring script's known
+selector (no element search, the evaluator's own waits for an element to take it), wait one animation frame,
+take a viewport screenshot. No settle, no page-state reads, no assertion judge, no visual metrics, no OCR.
+An action it cannot carry out stops that task (without a settle, a click may come while a menu still slides
+in), as the evaluator stops at a failed step; the results say where. ``bench/evaluator/run.py`` measures the
+evaluator against it.
 
     python bench/evaluator/floor.py --data var/benchmark/dev/data.jsonl --bundle BUNDLE_DIR --out OUT_DIR [--workers N]
 
-Writes OUT/results.json: per task the actions carried out and the seconds taken.
+Writes OUT/results.json: per task the actions carried out, the seconds taken and, where it stopped early, why.
 """
 
 from __future__ import annotations
@@ -52,34 +55,48 @@ def worker(jobs, results) -> None:
 def replay(browser, job: dict) -> dict:
     """Replay one task's actions by selector; returns the actions carried out and the seconds."""
     from evaluator.agents.actions import SCROLL_JS
+    from evaluator.bundle import read_page
     from evaluator.page_session import SiteMap, page_session
 
     shots = Path(job["shots"])
     shots.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    site = SiteMap.for_page(Path(job["page"]), Path(job["assets"]) if job["assets"] else None)
-    done = 0
+    # The page as the evaluator serves it: its asset placeholders pointed at the task's assets (a page loaded
+    # as written asks for '__PLACEHOLDER_ASSETS_BASE_DIR__/...' and shows no image).
+    page_file = Path(job["page"])
+    site = SiteMap.for_page(page_file, Path(job["assets"]) if job["assets"] else None, index_text=read_page(page_file))
+    done, failed = 0, None
     with page_session(browser, site, job["width"], job["height"], clock=None) as session:
         page = session.page
         page.screenshot(path=str(shots / "step_0.png"))
         for k, (action, selector) in enumerate(zip(job["actions"], job["selectors"], strict=True), 1):
-            _perform(page, action, selector, SCROLL_JS)
+            try:
+                _perform(page, action, selector, SCROLL_JS)
+            except Exception as exc:  # the task stops there, as the evaluator stops at a failed step; others go on
+                failed = f"action {k}: {str(exc).strip().splitlines()[0][:200]}"
+                break
             page.evaluate(FRAME_JS)
             page.screenshot(path=str(shots / f"step_{k}.png"))
             done += 1
-    return {"key": job["key"], "actions_run": done, "elapsed_s": round(time.monotonic() - started, 3)}
+    result = {"key": job["key"], "actions_run": done, "elapsed_s": round(time.monotonic() - started, 3)}
+    if failed:
+        result["failed"] = failed
+    return result
 
 
 def _perform(page, action: dict, selector: str | None, scroll_js: str) -> None:
+    from evaluator.agents.params import TargetingParams
+
+    limits = TargetingParams()  # the evaluator's own waits for an element to take a click or text
     kind = action["type"]
     if kind == "Click":
-        page.click(selector, timeout=10000)
+        page.click(selector, timeout=limits.click_timeout_ms)
     elif kind == "Type":
-        page.fill(selector, "", timeout=10000)
-        page.type(selector, action["text"] or "", timeout=10000)
+        page.fill(selector, "", timeout=limits.type_timeout_ms)
+        page.type(selector, action["text"] or "", timeout=limits.type_timeout_ms)
     elif kind == "Press":
         if selector:
-            page.focus(selector, timeout=10000)
+            page.focus(selector, timeout=limits.type_timeout_ms)
         page.keyboard.press(action["key"])
     elif kind == "Scroll":
         page.evaluate(scroll_js % {"min": 5})
@@ -129,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     document = {"harness": "floor", "tasks": results}
     (args.out / "results.json").write_text(json.dumps(document, indent=1))
-    print(json.dumps({"tasks": len(results), "actions": sum(r["actions_run"] for r in results.values())}))
+    failed = {key: r["failed"] for key, r in results.items() if r.get("failed")}
+    print(json.dumps({"tasks": len(results), "actions": sum(r["actions_run"] for r in results.values()),
+                      "failed": failed}))
     return 0
 
 

@@ -120,6 +120,10 @@ def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict
         seconds, actions = seconds + elapsed, actions + n
         finals += [task["final"] for task in results["tasks"].values() if "final" in task]
         per_split[split] = {"seconds": round(elapsed, 2), "actions": n}
+        stopped = {key: task["failed"] for key, task in results["tasks"].items() if task.get("failed")}
+        if stopped:  # the floor's tasks stop at an action they could not carry out (bench/evaluator/floor.py)
+            per_split[split]["failed"] = stopped
+            print(f"{harness} {split}: stopped early: {stopped}", file=sys.stderr)
         per_task.update({key: round(task["elapsed_s"] / max(_actions_run(task), 1), 4)
                          for key, task in results["tasks"].items() if "elapsed_s" in task})
         engine = results.get("ocr_engine", engine)
