@@ -112,6 +112,12 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "box far above the view (the reference page's own step 2 does too); the truth says step 1",
     ("snapshot-ifs", "tablesort-phone-born"): "issue 14 (held-out half, measured only): the snapshot passes steps 1 to "
         "3 (IFS 0.6); the truth says step 1",
+    ("broken-stop", "spectrum-palette-picker"): "issue 14 (tuning half): the copy broken at step 4 stops at step 2, "
+        "where the reference page itself fails (a known judge gap), not at step 4",
+    ("broken-stop", "tablesort-phone-born"): "issue 14 (held-out half, measured only): the copy broken at step 4 "
+        "passes every step",
+    ("unstyled", "spectrum-phone-palette"): "issue 14 (tuning half): the reference page stops at step 3 (a known judge "
+        "gap, Final 0.466), so the unstyled copy's Final (0.645) is above it",
     ("snapshot-ifs", "gumshoe-scrollspy-nav"): "issue 14 (held-out half): the snapshot passes every step (IFS 1.0): "
         "its in-page links scroll without scripts, and the unmoved highlight is not caught; the truth says step 1",
 }
