@@ -381,9 +381,10 @@ def _action_step(session, run: TaskRun, k: int, action, before, seconds: float, 
                         if action.type in TARGETED else None
             step.update(_target_record(target))
             with _phase(run, "action"):
+                rules = run.params.get("assertion") or {}
                 if official is None and action.type == "Click" and action.logical_assertion \
-                        and (run.params.get("assertion") or {}).get("acting_scroll"):
-                    reached = _reach(session, target, (run.params.get("assertion") or {}).get("reached_states"))
+                        and rules.get("acting_scroll"):
+                    reached = _reach(session, target, rules.get("reached_states"))
                 executed, reason = perform(session.page, action, target, run.params)
             step.update(executed=bool(executed) and not watchdog.tripped, reason=reason)
             if step["executed"]:

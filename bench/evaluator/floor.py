@@ -28,7 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
+from evaluator.agents.params import TargetingParams  # noqa: E402
 from evaluator.capacity import default_workers  # noqa: E402  (the same default as the evaluator's)
+
+# The evaluator's own waits for an element to take a click or text.
+ACTION_WAITS = TargetingParams()
 
 SCRIPTS = REPO / "evaluator" / "sample" / "tasks"
 FRAME_JS = "() => new Promise(done => requestAnimationFrame(() => done()))"
@@ -85,9 +89,7 @@ def replay(browser, job: dict) -> dict:
 
 
 def _perform(page, action: dict, selector: str | None, scroll_js: str) -> None:
-    from evaluator.agents.params import TargetingParams
-
-    limits = TargetingParams()  # the evaluator's own waits for an element to take a click or text
+    limits = ACTION_WAITS
     kind = action["type"]
     if kind == "Click":
         page.click(selector, timeout=limits.click_timeout_ms)

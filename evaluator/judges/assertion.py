@@ -130,9 +130,7 @@ def _idle_after_reaching(action, assertion: str, before: PageState, after: PageS
     target (the pointer's hover shade on the target itself is no effect; a scroll container that moved, or
     reaching the target moved one, changes pixels there too). Not where a canvas draws a large part of the
     view, which changes no DOM."""
-    if getattr(action, "type", "") != "Click":
-        return False
-    if polarity(assertion) not in ("appearance", "removal") and not CLAIMS_NOW.search(strip_quoted(assertion)):
+    if getattr(action, "type", "") != "Click" or not _claims_change(assertion):
         return False
     if max(before.canvas_share, after.canvas_share) > 0.1:
         return False
@@ -162,11 +160,22 @@ def _text_change_missing(action, before: PageState, after: PageState, changes: d
     return not any(changes[k] for k in ("url", "text", "dom", "values", "checked"))
 
 
+def _claims_change(assertion: str) -> bool:
+    """The assertion says something appeared, went, or is so 'now' (not a state that merely holds)."""
+    return polarity(assertion) in ("appearance", "removal") or bool(CLAIMS_NOW.search(strip_quoted(assertion)))
+
+
+def _states_reached(reached: Reached | None, p: AssertionParams) -> bool:
+    """iwr-det-11 (``reached_states``): the click scrolled to reach its target and the named elements' states
+    were read in the view it reached."""
+    return p.reached_states and reached is not None and reached.elements is not None
+
+
 def _reached_view(before: PageState, reached: Reached | None, p: AssertionParams) -> PageState:
     """iwr-det-11 (``reached_states``): the page just before the click pressed, where reaching its target
     scrolled the window: the named elements' states and the screenshot of the view reached. Before the action
     they lay out of view, so an element there counted as new whatever the click did to it."""
-    if not (p.reached_states and reached is not None and reached.elements is not None):
+    if not _states_reached(reached, p):
         return before
     return replace(before, elements=reached.elements, screenshot=reached.screenshot, scroll=reached.scroll)
 
@@ -175,11 +184,9 @@ def _reached_claim(action, assertion: str, reached: Reached | None, after: PageS
     """iwr-det-11: a click that scrolled to reach its target, read there (``reached_states``), did not move the
     window after pressing, and its assertion claims a change (appearance, removal or 'now'): a named element
     the click left as the reached view showed it, in its state and its pixels, is then a clause not done."""
-    if not (p.reached_states and reached is not None and reached.elements is not None):
+    if not _states_reached(reached, p) or getattr(action, "type", "") != "Click":
         return False
-    if getattr(action, "type", "") != "Click" or _moved(reached.scroll, after.scroll, p.scroll_epsilon):
-        return False
-    return polarity(assertion) in ("appearance", "removal") or bool(CLAIMS_NOW.search(strip_quoted(assertion)))
+    return not _moved(reached.scroll, after.scroll, p.scroll_epsilon) and _claims_change(assertion)
 
 
 def _element_checks(assertion: str, checks: list[dict], before, after, reference, p,
@@ -435,9 +442,9 @@ def _count_in_blocks(checks, phrases, before: PageState, after: PageState, p: As
     for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
         if check["kind"] != "quoted" or check["before"] or check["after"]:
             continue
-        seen = _check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p)
+        seen = _check_in_view(phrase, before, after, p)
         if seen["before"] or seen["after"]:
-            checks[i] = {**seen, "source": "view"}
+            checks[i] = seen
 
 
 def _count_merged_in_view(checks, phrases, before: PageState, after: PageState, p: AssertionParams) -> None:
@@ -453,9 +460,14 @@ def _count_merged_in_view(checks, phrases, before: PageState, after: PageState, 
             continue
         if check["before"] != check["after"]:
             continue
-        seen = _check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p)
+        seen = _check_in_view(phrase, before, after, p)
         if seen["holds"]:
-            checks[i] = {**seen, "source": "view"}
+            checks[i] = seen
+
+
+def _check_in_view(phrase: Phrase, before: PageState, after: PageState, p: AssertionParams) -> dict:
+    """``phrase`` checked in the text blocks in view, before and after, where each text node stands on its own."""
+    return {**_check(phrase, {phrase.mode: (before.viewport_text, after.viewport_text)}, p), "source": "view"}
 
 
 def _mark_stale(checks, phrases, action, before: PageState, after: PageState, reference: RefDelta | None,
