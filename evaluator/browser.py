@@ -317,11 +317,18 @@ def process_descendants(root: int) -> list[int]:
 
 
 def _ppid(pid: int) -> int | None:
+    # Read for every process on every memory check of the watchdog: plain file calls, no Path objects.
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    try:
+        stat = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return int(stat.rsplit(b")", 1)[1].split()[1])
 
 
 def _cmdline(pid: int) -> str:

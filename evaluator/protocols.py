@@ -685,6 +685,10 @@ class Protocol:
         """Parameter values by section (a fresh copy: callers may not alter the protocol)."""
         return {name: _values(section) for name, section in self.sections.items()}
 
+    def section(self, name: str) -> dict[str, Any]:
+        """One section's parameter values (a fresh copy, as in :attr:`params`)."""
+        return _values(self.sections[name])
+
     @property
     def reasons(self) -> dict[str, dict[str, str]]:
         """Why each parameter has its value, by section and key."""

@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
+from bench.evaluator.cpu import run_measured  # noqa: E402
 from evaluator.capacity import default_workers  # noqa: E402  (what the evaluator and the floor run)
 
 NAIVE = Path(__file__).resolve().parent / "naive.py"
@@ -105,13 +106,14 @@ def _reference_bundle(data: Path, out: Path) -> Path:
 
 def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict:
     """One whole-process run per split; seconds, actions and scores summed over the splits."""
-    seconds, actions, finals, per_split, per_task, engine = 0.0, 0, [], {}, {}, None
+    seconds, actions, finals, per_split, per_task, engine, cpu = 0.0, 0, [], {}, {}, None, None
     profiles: dict[str, dict] = {}
     for split, data in splits.items():
         target = out / harness / split
         shutil.rmtree(target, ignore_errors=True)
         started, started_epoch = time.monotonic(), time.time()
-        _run(_command(harness, data, bundles[split], target, args))
+        used = _run(_command(harness, data, bundles[split], target, args), measure_cpu=True)
+        cpu = _add_cpu(cpu, used)
         elapsed, ended_epoch = time.monotonic() - started, time.time()
         results = json.loads((target / "results.json").read_text())
         if harness == "evaluator":
@@ -130,10 +132,21 @@ def _measure(harness: str, splits: dict, bundles: dict, out: Path, args) -> dict
     measured = {"seconds": seconds, "actions": actions, "s_per_action": seconds / max(actions, 1),
                 "mean_final": statistics.fmean(finals) if finals else None, "splits": per_split,
                 "task_s_per_action": per_task, "ocr_engine": engine,
-                "task_seconds": round(sum(_task_seconds(out / harness / split) for split in splits), 3)}
+                "task_seconds": round(sum(_task_seconds(out / harness / split) for split in splits), 3),
+                "cpu_s": cpu}
     if profiles:
         measured["profile"] = _profile(profiles, actions)
     return measured
+
+
+def _add_cpu(total: dict | None, used: dict) -> dict:
+    """CPU seconds of two runs together (the splits of one harness)."""
+    if total is None:
+        return used
+    kinds = set(total["by_kind"]) | set(used["by_kind"])
+    return {"total": round(total["total"] + used["total"], 2),
+            "by_kind": {k: round(total["by_kind"].get(k, 0.0) + used["by_kind"].get(k, 0.0), 2) for k in sorted(kinds)},
+            "unattributed": round(total["unattributed"] + used["unattributed"], 2)}
 
 
 def _task_seconds(target: Path) -> float:
@@ -190,11 +203,16 @@ def _actions_run(task: dict) -> int:
                if step.get("index", 0) > 0 and not str(step.get("reason", "")).startswith(NOT_RUN))
 
 
-def _run(command: list[str]) -> None:
+def _run(command: list[str], measure_cpu: bool = False) -> dict | None:
+    """Run a harness; with ``measure_cpu`` its whole process tree's CPU seconds (bench/evaluator/cpu.py)."""
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    if measure_cpu:
+        proc, cpu = run_measured(command, cwd=REPO, env=env)
+    else:
+        proc, cpu = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True), None
     if proc.returncode != 0:
         raise SystemExit(f"error: {' '.join(command[1:4])} exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
+    return cpu
 
 
 def _report(rounds: list[dict], args) -> dict:
@@ -243,6 +261,7 @@ def _print(report: dict, out: Path) -> None:
           f"{met['speedup_met']}); load average {report['machine']['load_avg_at_start'][0]:.2f} at the start, "
           f"{report['machine']['load_avg'][0]:.2f} at the end; details in {out / 'bench.json'}")
     _print_profile(chosen)
+    _print_cpu(chosen)
     ocr = "kept between runs" if report["reference_ocr_cache"] else "none (--cold-ocr)"
     print(f"OCR engine: {chosen['evaluator']['ocr_engine']}; reference OCR cache: {ocr}")
 
@@ -261,6 +280,18 @@ def _print_profile(chosen: dict) -> None:
         print(f"  {name:<20} {ms:7.1f}{note}")
     print("  start-up per job (s): " + ", ".join(f"{k} {v:.2f}" for k, v in profile["startup_s"].items())
           + "; shutdown per job (s): " + ", ".join(f"{k} {v:.2f}" for k, v in profile["shutdown_s"].items()))
+
+
+def _print_cpu(chosen: dict) -> None:
+    """CPU seconds of each harness's whole process tree, by kind of process, beside its wall time."""
+    print("CPU seconds, whole process tree (both splits; by kind, read from /proc every 0.2 s):")
+    for harness, m in chosen.items():
+        cpu = m.get("cpu_s")
+        if not cpu:
+            continue
+        kinds = ", ".join(f"{kind} {s:.1f}" for kind, s in sorted(cpu["by_kind"].items(), key=lambda kv: -kv[1]))
+        print(f"  {harness:<10} {cpu['total']:6.1f} in {m['seconds']:.1f} s wall "
+              f"({cpu['total'] / max(m['seconds'], 1e-9):.2f} cores busy): {kinds}, not read {cpu['unattributed']:.1f}")
 
 
 if __name__ == "__main__":

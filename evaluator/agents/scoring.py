@@ -115,8 +115,14 @@ def shows_picture(cand: dict) -> bool:
     return bool(cand.get("images") or cand.get("bg_image") or cand["tag"] in ("img", "picture", "svg"))
 
 
-def attribute_tokens(cand: dict) -> set[str]:
-    """Tokens of id, class, name, type, href/src basename and icon class names."""
+def attribute_tokens(cand: dict) -> frozenset[str]:
+    """Tokens of id, class, name, type, href/src basename and icon class names (read once per candidate)."""
+    if "_attributes" not in cand:
+        cand["_attributes"] = _attribute_tokens(cand)
+    return cand["_attributes"]
+
+
+def _attribute_tokens(cand: dict) -> frozenset[str]:
     raw = [cand.get("id"), cand.get("cls"), cand.get("name"), cand.get("type"), *cand.get("icons", [])]
     for url in (cand.get("href"), cand.get("src")):
         if url and not url.startswith(("javascript:", "data:")):
@@ -125,7 +131,7 @@ def attribute_tokens(cand: dict) -> set[str]:
     tokens = set()
     for value in raw:
         tokens.update(t for t in split_identifier(value) if len(t) > 1 and t not in NOISE_TOKENS)
-    return tokens
+    return frozenset(tokens)
 
 
 def candidate_roles(cand: dict) -> set[str]:

@@ -6,6 +6,7 @@ Everything here is deterministic and cheap: lower-cased word tokens, identifier 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -85,11 +86,24 @@ def normalize(text: str | None) -> str:
 
 def words(text: str | None) -> list[str]:
     """Lower-case word tokens in order (apostrophes inside words kept, possessive 's dropped)."""
+    if not text:
+        return []
+    return list(_short_words(text) if len(text) <= MEMO_MAX_CHARS else _words(text))
+
+
+def _words(text: str) -> tuple[str, ...]:
     out = []
     for token in WORD_RE.findall(normalize(text)):
         token = token.replace("’", "'")
         out.append(token[:-2] if token.endswith("'s") else token)
-    return out
+    return tuple(out)
+
+
+# Element search asks for the words of the same labels, classes and ids once per candidate and
+# description part: short strings are split once per worker (a page's long texts are not kept).
+MEMO_MAX_CHARS = 200
+MEMO_SIZE = 1 << 15
+_short_words = functools.lru_cache(maxsize=MEMO_SIZE)(_words)
 
 
 def content_words(text: str | None) -> list[str]:
@@ -116,11 +130,18 @@ def split_identifier(text: str | None) -> list[str]:
     """Tokens of an identifier or class list: camelCase, kebab-case, snake_case, paths, digits."""
     if not text:
         return []
+    return list(_short_identifier(text) if len(text) <= MEMO_MAX_CHARS else _split_identifier(text))
+
+
+def _split_identifier(text: str) -> tuple[str, ...]:
     parts = re.split(r"[\s\-_./#:?=&,;()\[\]{}]+", unicodedata.normalize("NFKC", text))
     out = []
     for part in parts:
         out.extend(p.lower() for p in CAMEL_RE.split(part) if p)
-    return out
+    return tuple(out)
+
+
+_short_identifier = functools.lru_cache(maxsize=MEMO_SIZE)(_split_identifier)
 
 
 def quote_spans(text: str | None) -> list[tuple[int, int, str]]:
@@ -149,6 +170,7 @@ def strip_quoted(text: str | None) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=MEMO_SIZE)
 def token_similarity(a: str, b: str) -> float:
     """Similarity of two single words in [0, 1]; plurals and small typos still score high."""
     if a == b:

@@ -83,7 +83,7 @@ def visual_params(params: dict[str, Any] | None = None) -> dict[str, Any]:
     is off unless ``params`` names it, so an earlier version's section scores as that version did
     whichever version is the default.
     """
-    merged = get_protocol().params["visual"]
+    merged = get_protocol().section("visual")
     if params:
         merged.update(VISUAL_LATER_OFF)
         merged.update(params.get("visual", params))
