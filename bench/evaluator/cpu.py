@@ -1,20 +1,18 @@
 """CPU time of a whole process tree, by kind of process: the harnesses' time is CPU on a busy machine.
 
 With two workers per core a scoring run keeps both cores busy, so its wall time follows the CPU its
-processes use together, not the phases one worker waits for. This counts that CPU:
-
-- ``total``: exact, from the kernel's accounting of every waited-for descendant
-  (``getrusage(RUSAGE_CHILDREN)`` before and after the run);
-- ``by_kind``: the share of each kind of process (Python, Chromium's renderers, its other processes,
-  Playwright's Node.js driver), read from ``/proc`` every ``interval`` seconds while the run lasts. A
-  process's last fraction of a second before it exits can escape the readings; that remainder is
-  ``unattributed`` (total minus what was read).
+processes use together, not the phases one worker waits for. This counts that CPU: every process below
+the harness (Python, Chromium's renderers, its main and helper processes, Playwright's Node.js driver)
+is read from ``/proc`` every ``interval`` seconds while the run lasts, and keeps the last CPU time read.
+A process's last fraction of an interval before it exits escapes the readings, so the figures are a
+little low, alike for every harness. (The kernel's own totals for reaped children,
+``getrusage(RUSAGE_CHILDREN)``, miss most of it: Chromium's processes are killed and reaped by
+whichever process adopts them, not by the harness.)
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import threading
 from pathlib import Path
@@ -27,8 +25,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def run_measured(command: list[str], *, cwd: Path, env: dict,
                  interval: float = 0.2) -> tuple[subprocess.CompletedProcess, dict]:
-    """Run ``command`` to its end; its result and its CPU seconds (``total``, ``by_kind``, ``unattributed``)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Run ``command`` to its end; its result and its CPU seconds (``total``, and ``by_kind``)."""
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sampler = _Sampler(proc.pid, interval)
     sampler.start()
@@ -36,11 +33,8 @@ def run_measured(command: list[str], *, cwd: Path, env: dict,
         stdout, stderr = proc.communicate()
     finally:
         sampler.stop()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     by_kind = sampler.by_kind()
-    cpu = {"total": round(total, 2), "by_kind": by_kind,
-           "unattributed": round(max(0.0, total - sum(by_kind.values())), 2)}
+    cpu = {"total": round(sum(by_kind.values()), 2), "by_kind": by_kind}
     return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), cpu
 
 

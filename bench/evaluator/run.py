@@ -17,8 +17,9 @@ machine load hits all three; the fastest round counts (``--median`` for the medi
 - naive: ``bench/evaluator/naive.py``: a new browser per task, fixed 1 s / 0.5 s waits, one
   task after another, the evaluator's own metrics.
 
-Seconds per action = wall time / actions replayed. Prints a table (overall and per task) and
-writes OUT/bench.json.
+Seconds per action = wall time / actions replayed. Prints a table (overall and per task), the evaluator's
+profile (``score --profile``: its phases per action) and each harness's CPU seconds by kind of process
+(bench/evaluator/cpu.py: with two workers per core the runs are CPU-bound), and writes OUT/bench.json.
 """
 
 from __future__ import annotations
@@ -145,8 +146,7 @@ def _add_cpu(total: dict | None, used: dict) -> dict:
         return used
     kinds = set(total["by_kind"]) | set(used["by_kind"])
     return {"total": round(total["total"] + used["total"], 2),
-            "by_kind": {k: round(total["by_kind"].get(k, 0.0) + used["by_kind"].get(k, 0.0), 2) for k in sorted(kinds)},
-            "unattributed": round(total["unattributed"] + used["unattributed"], 2)}
+            "by_kind": {k: round(total["by_kind"].get(k, 0.0) + used["by_kind"].get(k, 0.0), 2) for k in sorted(kinds)}}
 
 
 def _task_seconds(target: Path) -> float:
@@ -291,7 +291,7 @@ def _print_cpu(chosen: dict) -> None:
             continue
         kinds = ", ".join(f"{kind} {s:.1f}" for kind, s in sorted(cpu["by_kind"].items(), key=lambda kv: -kv[1]))
         print(f"  {harness:<10} {cpu['total']:6.1f} in {m['seconds']:.1f} s wall "
-              f"({cpu['total'] / max(m['seconds'], 1e-9):.2f} cores busy): {kinds}, not read {cpu['unattributed']:.1f}")
+              f"({cpu['total'] / max(m['seconds'], 1e-9):.2f} cores busy): {kinds}")
 
 
 if __name__ == "__main__":

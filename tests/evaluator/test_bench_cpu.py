@@ -1,4 +1,4 @@
-"""The speed benchmark's CPU accounting (bench/evaluator/cpu.py): exact totals, shares by kind of process."""
+"""The speed benchmark's CPU accounting (bench/evaluator/cpu.py): a process tree's CPU, by kind of process."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ child.wait()
 def test_a_process_tree_cpu_is_counted_whole_and_by_kind():
     proc, cpu = run_measured([sys.executable, "-c", BURN], cwd=REPO, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
-    assert cpu["total"] >= 0.9  # the parent's 0.4 s and the child's 0.6 s, exactly accounted by the kernel
-    assert cpu["by_kind"].get("python", 0.0) >= 0.5  # the readings see both while they run
     assert set(cpu["by_kind"]) == {"python"}
-    assert sum(cpu["by_kind"].values()) <= cpu["total"] + 0.05  # readings never exceed the kernel's count
+    # the parent's 0.4 s and the child's 0.6 s, less what each did in its last reading interval at most
+    assert 1.0 - 2 * 0.2 - 0.05 <= cpu["total"] <= 1.0 + 0.2
+    assert cpu["total"] == cpu["by_kind"]["python"]
 
 
 def test_a_failing_command_keeps_its_exit_code_and_output():
