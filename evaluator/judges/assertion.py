@@ -113,7 +113,7 @@ def reaction_missing(action, before: PageState, after: PageState, reference: Ref
     p = AssertionParams.from_dict(params)
     if not p.unasserted_reaction or reference is None:
         return False
-    return _text_change_missing(action, before, after, change_signals(before, after, p), reference)
+    return _text_change_missing(action, before, after, change_signals(before, after, p, pixels=False), reference)
 
 
 # An assertion saying the state is new ("the dark thumbnail now has the gold frame").
@@ -385,9 +385,14 @@ def _runs(text: list[str], phrase: list[str]) -> int:
     return sum(1 for i in range(len(text) - n + 1) if text[i:i + n] == phrase)
 
 
-def change_signals(before: PageState, after: PageState, p: AssertionParams) -> dict:
-    """Each way the page can have changed, as booleans (plus the measured pixel fraction)."""
-    fraction = pixel_change_fraction(before.screenshot, after.screenshot, p.diff_scale, p.pixel_tolerance)
+def change_signals(before: PageState, after: PageState, p: AssertionParams, pixels: bool = True) -> dict:
+    """Each way the page can have changed, as booleans (plus the measured pixel fraction).
+
+    ``pixels=False`` leaves the pixels uncompared (fraction None, ``pixels`` False): the reaction check of an
+    action without an assertion reads only the URL, text, DOM and form state, and decoding two screenshots
+    for it is work the judge does not need."""
+    fraction = pixel_change_fraction(before.screenshot, after.screenshot, p.diff_scale, p.pixel_tolerance) \
+        if pixels else None
     return {
         "pixel_fraction": None if fraction is None else round(fraction, 6),
         "pixels": fraction is not None and fraction > p.pixel_change_fraction,

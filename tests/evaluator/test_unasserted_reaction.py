@@ -49,3 +49,16 @@ def test_where_the_reference_did_not_react_in_place_nothing_is_demanded():
 
 def test_only_iwr_det_3_asks_it():
     assert not reaction_missing(PRESS, state("2 2"), state("2 2"), moved(), DET2)
+
+
+def test_the_reaction_check_decodes_no_screenshot(monkeypatch):
+    """It reads the URL, text, DOM and form state only: comparing the screenshots' pixels is work it does not need."""
+    import evaluator.judges.assertion as assertion
+
+    def no_pixels(*_args, **_kwargs):
+        raise AssertionError("the reaction check compared pixels")
+
+    monkeypatch.setattr(assertion, "pixel_change_fraction", no_pixels)
+    shot = b"\x89PNG not decoded"
+    assert reaction_missing(PRESS, state("2 2", screenshot=shot), state("2 2", screenshot=shot), moved(), DET3)
+    assert not reaction_missing(PRESS, state("2 2", screenshot=shot), state("4", screenshot=shot), moved(), DET3)
