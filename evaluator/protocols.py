@@ -594,6 +594,50 @@ _DET11_ASSERTION = {
                                   "window did not scroll."),
 }
 
+# iwr-det-12: found on the tuning half's date picker demo (vanillajs-datepicker), measured before any tuning on it:
+# both its reference pages failed.
+_DET12_TARGETING = {
+    **_DET11_TARGETING,
+    "size_words": (True, "'Click the wide empty text box under 'Demo'': 'wide' was read as a word of the box's name, "
+                         "which no element says, so the box scored 0 for its words and nothing reached the "
+                         "acceptance threshold (best 0.295). Like the look words of iwr-det-6, words of how wide or "
+                         "long a control is drawn (wide, narrow, long, tall, thin, thick, slim) now say how it looks "
+                         "and name nothing the page must show."),
+    "delegated_cells": (True, "'Tap 25 in the fourth row of the calendar': a calendar's days are spans labelled "
+                              "with their date in data-date, and one click listener on the calendar handles them "
+                              "all (delegation), so no day was a candidate: no listener, no pointer cursor (the "
+                              "stylesheet gives it on hover only), no role. iwr-det-3 counts an SVG shape labelled "
+                              "in data-* as a target for the same reason; an element labelled in data-*, with at "
+                              "most a short text, inside an element listening for clicks now counts too."),
+    "kind_rows": (True, "The same description, once the days are candidates: a grid row is counted among the "
+                        "look-alikes that match the words best, and the number 14 names one day alone, so the "
+                        "third row was not among them and the day scored 0 for its place. A row the look-alikes "
+                        "by words do not reach is now counted among the elements of the best match's kind (its "
+                        "tag, a class it shares, a like size, inside a container the description names); the "
+                        "row's elements keep their place and the words choose among them (an ordinal or a "
+                        "column picks in it). A row the look-alikes do reach is counted as before: counting "
+                        "every grid among the elements of a kind was tried on 2026-12-06 and broke a photo grid."),
+}
+
+# iwr-det-12: the same page.
+_DET12_ASSERTION = {
+    **_DET11_ASSERTION,
+    "participle_cues": (True, "\"The panel is gone and a calendar showing 'January 2024' has taken the place of the "
+                              "text box\": the quote's clause has no verb the judge reads as showing (shows, "
+                              "displays, reads, lists, contains, is), so it took the sentence's polarity, a removal "
+                              "('is gone'), and 'January 2024' was required to become rarer on the reference page. "
+                              "The participles showing, displaying, reading, listing and containing now cue a "
+                              "state (the phrase is present after the action) as their verbs do."),
+    "form_value_phrases": (True, "\"The text box now shows '02/14/2024' and 14 is highlighted in blue\", after a "
+                                 "click on the 14 of the calendar: the date is the text box's value, which the "
+                                 "document's text (innerText) leaves out, and a phrase said to appear was counted "
+                                 "in that text only, so the reference page failed. The colour picker of the tuning "
+                                 "half has the same case ('the text box now shows '#ff0000''). A quoted phrase "
+                                 "said to appear whose count in the document's text did not change is now counted "
+                                 "in the text and the fields' values together, after an action that typed nothing "
+                                 "(a Type action's own text fills its field, which is not yet its effect)."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -700,8 +744,8 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-11 since the
-# calibration of 2026-12-06; see bench/README.md, "States read where a click reached: iwr-det-11"; each version
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-12 since the
+# calibration of 2026-12-07; see bench/README.md, "A date picker joins the tuning half: iwr-det-12"; each version
 # before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an
 # earlier version is kept under its full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
@@ -793,12 +837,21 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET10_TARGETING, "assertion": _DET10_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-11": Protocol(
         name="iwr-det",
         version="11",
         description="iwr-det-10 with the state of a named element before a click read in the view the click "
                     "scrolled to, where reaching its target moved the window. No LLM, no model weights.",
         sections={"targeting": _DET11_TARGETING, "assertion": _DET11_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="12",
+        description="iwr-det-11 with size words read as how a control looks, elements labelled in data-* whose "
+                    "clicks an ancestor handles counted as targets, and 'showing' read as 'shows'. No LLM, no "
+                    "model weights.",
+        sections={"targeting": _DET12_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -48,6 +48,19 @@
     return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable);
   }
 
+  const DELEGATED_TEXT_MAX = 40;
+  function dataLabelled(el) {
+    return Array.from(el.attributes).some((a) => a.name.startsWith("data-") && !DATA_SKIP.test(a.name));
+  }
+  function delegatedBy(el) {
+    const tracked = window.__iwrHasClickListener;
+    for (let node = el.parentElement; node && node !== document.body; node = node.parentElement) {
+      if (typeof tracked === "function" && tracked(node)) return true;
+      if (node.hasAttribute("onclick") || typeof node.onclick === "function" || jqueryBound(node)) return true;
+    }
+    return false;
+  }
+
   function interactiveReasons(el, tag, style) {
     const reasons = [];
     if (INTERACTIVE_TAGS.has(tag)) reasons.push("tag");
@@ -66,6 +79,12 @@
     if (opts.attributeLabels && el instanceof SVGElement && tag !== "svg" &&
         Array.from(el.attributes).some((a) => a.name.startsWith("data-") && !DATA_SKIP.test(a.name))) {
       reasons.push("svg-label");
+    }
+    // iwr-det-12 (delegatedCells): an element labelled in data-* (a calendar's day) whose clicks an ancestor
+    // handles for it (delegation: one listener on the calendar) is a target, as iwr-det-3's SVG labels are.
+    if (opts.delegatedCells && !reasons.length && !(el instanceof SVGElement) && dataLabelled(el) &&
+        (el.textContent || "").trim().length <= DELEGATED_TEXT_MAX && delegatedBy(el)) {
+      reasons.push("delegated-label");
     }
     if (style.cursor === "pointer") {
       // cursor is inherited: only the outermost element of a pointer region counts

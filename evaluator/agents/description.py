@@ -134,6 +134,9 @@ HEADER_NOUNS = frozenset("header headers heading headings".split())
 # button"): like the appearance words above they name nothing, so they are matched against class
 # names only and never make a name the page must show.
 LOOK_WORDS = frozenset("ring rings hollow outlined outline empty blank plain filled solid".split())
+# iwr-det-12 (size_words): how wide or long a control is drawn ("the wide empty text box"): like the look words,
+# they say how it looks and name nothing the page must show.
+SIZE_WORDS = frozenset("wide narrow long tall thin thick slim".split())
 # iwr-det-6 (sequence_relations): "the button right after the pink dot", "the tab before 'Settings'":
 # the next (or previous) look-alike in reading order from an anchor found by its own description.
 SEQUENCE_WORDS = {"after": "after", "following": "after", "before": "before", "preceding": "before"}
@@ -327,13 +330,13 @@ def _shape_heads(tokens: list[_Token]) -> None:
 
 
 def _det6_words(tokens: list[_Token], params) -> None:
-    """iwr-det-6's readings of single words: table header nouns and look words."""
+    """iwr-det-6's readings of single words: table header nouns and look words (iwr-det-12: size words too)."""
     if params.header_nouns:
         _header_cells(tokens)
-    if params.look_words:
-        for t in tokens:
-            if t.kind == "content" and t.word in LOOK_WORDS and not t.capital:
-                t.kind = "appearance"
+    looks = (LOOK_WORDS if params.look_words else frozenset()) | (SIZE_WORDS if params.size_words else frozenset())
+    for t in tokens:
+        if t.kind == "content" and t.word in looks and not t.capital:
+            t.kind = "appearance"
 
 
 def _header_cells(tokens: list[_Token]) -> None:

@@ -154,6 +154,13 @@ class TargetingParams(_Section):
     # iwr-det-11: an ordinal, an edge, a grid row or a sequence counts only the look-alikes inside the container
     # the description names ("the bottom row of the palette")
     contained_look_alikes: bool = False
+    # iwr-det-12: words of how wide or long a control is drawn ("the wide empty text box") say how it looks, not a name
+    size_words: bool = False
+    # iwr-det-12: an element labelled in data-* inside an element listening for clicks is a target (delegated clicks)
+    delegated_cells: bool = False
+    # iwr-det-12: a grid row the look-alikes by words do not reach is counted among the elements of the best
+    # match's kind ("14 in the third row of the calendar": the number names one day only)
+    kind_rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,4 +259,10 @@ class AssertionParams(_Section):
     # iwr-det-11: a quoted phrase said to appear whose count in the document's text did not change, on a page whose
     # window did not scroll, is counted in the text blocks in view (innerText runs adjacent labels together)
     merged_view_phrases: bool = False
+    # iwr-det-12: "a calendar showing 'January 2024'": a participle of show, display, read, list or contain says
+    # what the page shows as plainly as the verb does (the clause checks presence, not the sentence's change)
+    participle_cues: bool = False
+    # iwr-det-12: a quoted phrase said to appear after an action that typed nothing, whose count in the document's
+    # text did not change, is counted in the text and the fields' values together ("the text box now shows ...")
+    form_value_phrases: bool = False
 

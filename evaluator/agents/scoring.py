@@ -602,8 +602,31 @@ def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams
     pick = None
     if rows:
         pick = _pick_in_rows(desc, rows, params)
+    elif params.kind_rows and desc.grid_row and group:
+        row = _kind_row(desc, scored, group, within)
+        if row and not (desc.grid_col or desc.ordinal is not None):
+            inside = {id(s) for s in row}  # the row is placed; the words choose in it ("the 14 in the third row")
+            for s in scored:
+                s.parts["position"] = 1.0 if id(s) in inside else 0.0
+            return
+        pick = _pick_in_rows(desc, [row], params) if row else None
     for s in scored:
         s.parts["position"] = 1.0 if s is pick else 0.0
+
+
+def _kind_row(desc: Description, scored: list[Scored], group: list[Scored], within=None) -> list[Scored] | None:
+    """iwr-det-12 (``kind_rows``): "14 in the third row of the calendar": a day's number names it alone, so its
+    look-alikes by words are itself and the third row is not among them. The rows are then those of the elements
+    of its kind: the best match's tag, a class it shares (or none on either), a like size, inside the container
+    the description names. None when that grid has no such row."""
+    best = max(group, key=lambda s: (s.parts["text"], -s.cand["order"]))
+    classes = set((best.cand.get("cls") or "").split())
+    area = best.area
+    kind = [s for s in scored
+            if s.cand["tag"] == best.cand["tag"] and (within is None or id(s) in within)
+            and (classes & set((s.cand.get("cls") or "").split()) if classes else not s.cand.get("cls"))
+            and area / LIKE_SIZE <= s.area <= area * LIKE_SIZE]
+    return _nth(laid_out_rows(kind), desc.grid_row)
 
 
 def _pick_in_rows(desc: Description, rows: list[list[Scored]], params: TargetingParams) -> Scored | None:

@@ -71,7 +71,7 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
                                         "nothing the assertion says it did")
     mode = polarity(assertion)
     ref_words = (reference.added + reference.removed) if reference is not None else []
-    phrases = key_phrases(assertion, before.text, after.text, ref_words)
+    phrases = key_phrases(assertion, before.text, after.text, ref_words, participles=p.participle_cues)
     if p.typed_text_not_evidence:
         phrases = _without_typed_words(phrases, action)
     texts = {m: _texts(before, after, m) for m in ("appearance", "removal", "state", "unchanged")}
@@ -81,6 +81,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
         _count_in_blocks(checks, phrases, before, after, p)
     if p.merged_view_phrases and not _moved(before.scroll, after.scroll, p.scroll_epsilon):
         _count_merged_in_view(checks, phrases, before, after, p)
+    if p.form_value_phrases and getattr(action, "type", "") != "Type":
+        _count_in_form_values(checks, phrases, before, after, p)
     _mark_stale(checks, phrases, action, before, after, reference, p)
     if p.idle_phrases:
         _mark_idle(checks, phrases, action, before, after, reference, p)
@@ -466,6 +468,24 @@ def _count_merged_in_view(checks, phrases, before: PageState, after: PageState, 
         if check["before"] != check["after"]:
             continue
         seen = _check_in_view(phrase, before, after, p)
+        if seen["holds"]:
+            checks[i] = seen
+
+
+def _count_in_form_values(checks, phrases, before: PageState, after: PageState, p: AssertionParams) -> None:
+    """iwr-det-12 (``form_value_phrases``): "the text box now shows '02/14/2024'" after a click on a calendar's day:
+    the date is the text box's value, which the document's text (innerText) leaves out, and a phrase said to
+    appear is counted in that text only, so the step failed on the reference page. A quoted phrase said to appear
+    whose count in the document's text did not change is counted in the text and the fields' values together,
+    and holds when more of it shows there after the action. Not after a Type action, whose own text fills the
+    field it typed into (``judge`` does not call this for one)."""
+    for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
+        if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check.get("source"):
+            continue
+        if check["before"] != check["after"]:
+            continue
+        texts = (before.text + "\n" + before.form_text, after.text + "\n" + after.form_text)
+        seen = {**_check(phrase, {phrase.mode: texts}, p), "source": "form values"}
         if seen["holds"]:
             checks[i] = seen
 

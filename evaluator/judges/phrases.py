@@ -70,7 +70,8 @@ def polarity(text: str) -> str:
     return "state"
 
 
-def key_phrases(assertion: str, before_text: str = "", after_text: str = "", reference_words=()) -> list[Phrase]:
+def key_phrases(assertion: str, before_text: str = "", after_text: str = "", reference_words=(),
+                participles: bool = False) -> list[Phrase]:
     """Quoted strings, numbers and capitalised phrases, each with its clause's polarity.
 
     With none of those, content words whose count differs between the before and after text
@@ -80,7 +81,7 @@ def key_phrases(assertion: str, before_text: str = "", after_text: str = "", ref
     masked, quotes = _mask_quotes(assertion)
     phrases: list[Phrase] = []
     for clause in CLAUSE_SPLIT.split(masked):
-        mode = _clause_mode(clause, sentence_mode)
+        mode = _clause_mode(clause, sentence_mode, participles)
         phrases += _clause_phrases(clause, quotes, mode)
     if phrases:
         return _unique(phrases)
@@ -98,11 +99,16 @@ def _mask_quotes(text: str) -> tuple[str, list[str]]:
     return "".join(out), quotes
 
 
-def _clause_mode(clause: str, sentence_mode: str) -> str:
+STATE_CUE = re.compile(r"\b(shows?|displays?|reads?|lists?|contains?|is|are|becomes?)\b", re.I)
+# iwr-det-12 (participle_cues): "a calendar showing 'January 2024'" says what the page shows as plainly as "shows"
+PARTICIPLE_CUE = re.compile(r"\b(showing|displaying|reading|listing|containing)\b", re.I)
+
+
+def _clause_mode(clause: str, sentence_mode: str, participles: bool = False) -> str:
     own = polarity(PLACEHOLDER_RE.sub(" ", clause))
     if own != "state":
         return own
-    has_cue = bool(re.search(r"\b(shows?|displays?|reads?|lists?|contains?|is|are|becomes?)\b", clause, re.I))
+    has_cue = bool(STATE_CUE.search(clause) or participles and PARTICIPLE_CUE.search(clause))
     return "state" if has_cue else sentence_mode
 
 

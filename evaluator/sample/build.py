@@ -87,7 +87,7 @@ def load_stand_ins(path: Path = MANIFEST) -> dict[str, str]:
     data = json.loads(path.read_text(encoding="utf-8"))
     stand_ins = data.get("stand_ins", {})
     for url, target in stand_ins.items():
-        package, _, inner = target.partition("/")
+        package, inner = split_package(target)
         if not url.startswith(("https://", "http://")) and not _names_a_package_file(url, data["packages"]):
             raise SampleError(f"manifest: stand-in {url!r} is neither a remote URL nor a file of a pinned package")
         if package not in data["packages"] or not inner or ".." in Path(inner).parts:
@@ -95,9 +95,18 @@ def load_stand_ins(path: Path = MANIFEST) -> dict[str, str]:
     return stand_ins
 
 
+def split_package(path: str) -> tuple[str, str]:
+    """``<package>/<path inside it>`` as (package, path); a scoped package's name has two parts
+    (``@highlightjs/cdn-assets/highlight.min.js`` -> ``@highlightjs/cdn-assets``, ``highlight.min.js``)."""
+    parts = path.split("/", 2) if path.startswith("@") else path.split("/", 1)
+    if path.startswith("@"):
+        return ("/".join(parts[:2]), parts[2]) if len(parts) == 3 else (path, "")
+    return (parts[0], parts[1]) if len(parts) == 2 else (path, "")
+
+
 def _names_a_package_file(path: str, packages: dict[str, str]) -> bool:
     """``path`` reads ``<pinned package>/<path inside it>``, staying inside the package."""
-    package, _, inner = path.partition("/")
+    package, inner = split_package(path)
     return package in packages and bool(inner) and ".." not in Path(inner).parts and not Path(path).is_absolute()
 
 
@@ -223,8 +232,8 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
     def _stand_in(self, target: str) -> bytes | None:
         """A file of a package a stand-in names (a stylesheet's fonts beside it too); None otherwise."""
-        packages = {named.partition("/")[0] for named in self.stand_ins.values()}
-        package = target.partition("/")[0]
+        packages = {split_package(named)[0] for named in self.stand_ins.values()}
+        package = split_package(target)[0]
         if self.sources is None or package not in packages:
             return None
         root = (self.sources / package).resolve()

@@ -288,13 +288,30 @@ def test_a_stand_in_must_be_a_remote_url_for_a_file_of_a_pinned_package(tmp_path
             build.load_stand_ins(manifest)
 
 
+
+def test_a_stand_in_may_name_a_file_of_a_scoped_package(tmp_path):
+    """``@scope/name/path``: a scoped package's name has two parts (highlight.js's browser build is one)."""
+    assert build.split_package("@highlightjs/cdn-assets/styles/github.min.css") == \
+        ("@highlightjs/cdn-assets", "styles/github.min.css")
+    assert build.split_package("jquery/dist/jquery.js") == ("jquery", "dist/jquery.js")
+    manifest = tmp_path / "manifest.json"
+    url = "https://cdn.example.com/hl.js"
+    base = {"packages": {"@highlightjs/cdn-assets": "11.7.0"}, "tasks": []}
+    manifest.write_text(json.dumps({**base, "stand_ins": {url: "@highlightjs/cdn-assets/highlight.min.js"}}))
+    assert build.load_stand_ins(manifest) == {url: "@highlightjs/cdn-assets/highlight.min.js"}
+    for target in ("@highlightjs/highlight.min.js", "@highlightjs/cdn-assets", "@other/cdn-assets/x.js"):
+        manifest.write_text(json.dumps({**base, "stand_ins": {url: target}}))
+        with pytest.raises(SampleError, match="must name a file in a pinned package"):
+            build.load_stand_ins(manifest)
+
+
 def test_the_sample_loads_nothing_remote_except_through_a_stand_in():
     """Every stand-in of the real manifest names a pinned package's file that setup fetches; one for a
     file a package does not ship names a file that is indeed missing (else it would never be used)."""
     packages, _ = load_manifest()
     for url, target in build.load_stand_ins().items():
-        assert url.startswith("https://") or url.partition("/")[0] in packages
-        assert target.partition("/")[0] in packages
+        assert url.startswith("https://") or build.split_package(url)[0] in packages
+        assert build.split_package(target)[0] in packages
         if NPM.is_dir():
             assert (NPM / target).is_file(), target
             assert url.startswith("https://") or not (NPM / url).exists(), url
