@@ -462,14 +462,7 @@ def _count_merged_in_view(checks, phrases, before: PageState, after: PageState, 
     quoted phrase said to appear whose count in the document's text did not change is counted in the text blocks
     in view too, where every text node stands on its own; when more of it shows there after the action, that
     count holds. Only where the window did not scroll: a scroll brings words into view without showing them."""
-    for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
-        if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check.get("source"):
-            continue
-        if check["before"] != check["after"]:
-            continue
-        seen = _check_in_view(phrase, before, after, p)
-        if seen["holds"]:
-            checks[i] = seen
+    _recount_unchanged(checks, phrases, lambda phrase: _check_in_view(phrase, before, after, p))
 
 
 def _count_in_form_values(checks, phrases, before: PageState, after: PageState, p: AssertionParams) -> None:
@@ -479,13 +472,21 @@ def _count_in_form_values(checks, phrases, before: PageState, after: PageState, 
     whose count in the document's text did not change is counted in the text and the fields' values together,
     and holds when more of it shows there after the action. Not after a Type action, whose own text fills the
     field it typed into (``judge`` does not call this for one)."""
+    texts = (before.text + "\n" + before.form_text, after.text + "\n" + after.form_text)
+    _recount_unchanged(checks, phrases,
+                       lambda phrase: {**_check(phrase, {phrase.mode: texts}, p), "source": "form values"})
+
+
+def _recount_unchanged(checks, phrases, recount) -> None:
+    """Each quoted phrase said to appear that does not hold, whose count in the document's text did not change and
+    that no other source counted yet, counted again by ``recount`` (its check, with the source it read); that
+    count replaces the first where it holds."""
     for i, (check, phrase) in enumerate(zip(checks, phrases, strict=False)):
         if check["kind"] != "quoted" or check["mode"] != "appearance" or check["holds"] or check.get("source"):
             continue
         if check["before"] != check["after"]:
             continue
-        texts = (before.text + "\n" + before.form_text, after.text + "\n" + after.form_text)
-        seen = {**_check(phrase, {phrase.mode: texts}, p), "source": "form values"}
+        seen = recount(phrase)
         if seen["holds"]:
             checks[i] = seen
 
