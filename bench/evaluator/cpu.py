@@ -17,7 +17,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from evaluator.browser import process_descendants
+from evaluator.browser import _cmdline, process_descendants
 
 KINDS = ("python", "browser renderers", "browser main", "browser helpers", "playwright driver", "other")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -86,7 +86,7 @@ class _Sampler(threading.Thread):
             entry = self._seen.get((pid, start))
             if entry is None:
                 cmdline = _cmdline(pid)
-                if cmdline is None:
+                if not cmdline:
                     continue
                 entry = self._seen[(pid, start)] = [kind_of(cmdline), 0.0]
             entry[1] = max(entry[1], seconds)
@@ -99,10 +99,3 @@ def _stat(pid: int) -> tuple[str, float] | None:
     except (OSError, IndexError):
         return None
     return fields[19].decode(), (int(fields[11]) + int(fields[12])) / TICK
-
-
-def _cmdline(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return None

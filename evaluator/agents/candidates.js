@@ -76,8 +76,7 @@
     if (jqueryBound(el)) reasons.push("jquery");
     // iwr-det-3 (attributeLabels): an SVG shape or group labelled in data-* (a board's square) is a
     // target even when the click handler sits on the drawing around it.
-    if (opts.attributeLabels && el instanceof SVGElement && tag !== "svg" &&
-        Array.from(el.attributes).some((a) => a.name.startsWith("data-") && !DATA_SKIP.test(a.name))) {
+    if (opts.attributeLabels && el instanceof SVGElement && tag !== "svg" && dataLabelled(el)) {
       reasons.push("svg-label");
     }
     // iwr-det-12 (delegatedCells): an element labelled in data-* (a calendar's day) whose clicks an ancestor

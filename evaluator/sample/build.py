@@ -98,10 +98,11 @@ def load_stand_ins(path: Path = MANIFEST) -> dict[str, str]:
 def split_package(path: str) -> tuple[str, str]:
     """``<package>/<path inside it>`` as (package, path); a scoped package's name has two parts
     (``@highlightjs/cdn-assets/highlight.min.js`` -> ``@highlightjs/cdn-assets``, ``highlight.min.js``)."""
-    parts = path.split("/", 2) if path.startswith("@") else path.split("/", 1)
-    if path.startswith("@"):
-        return ("/".join(parts[:2]), parts[2]) if len(parts) == 3 else (path, "")
-    return (parts[0], parts[1]) if len(parts) == 2 else (path, "")
+    package, _, inner = path.partition("/")
+    if package.startswith("@") and inner:
+        name, _, inner = inner.partition("/")
+        package = f"{package}/{name}"
+    return package, inner
 
 
 def _names_a_package_file(path: str, packages: dict[str, str]) -> bool:
