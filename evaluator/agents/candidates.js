@@ -324,6 +324,35 @@
     return [];
   }
 
+  // iwr-det-13 (swatch_nouns): "the colour box": an element that shows a colour sample, a small textless box (itself,
+  // or a part of it, up to two levels down) painting an opaque background unlike the one behind it, or a colour input.
+  function opaque(value) { return rgb(value) !== null; }
+  function behind(n) {
+    for (let p = n.parentElement; p; p = p.parentElement) {
+      const bg = getComputedStyle(p).backgroundColor;
+      if (opaque(bg)) return bg;
+    }
+    return "rgb(255, 255, 255)";
+  }
+  function showsSwatch(el, tag, fullText) {
+    if (tag === "input") return (el.type || "").toLowerCase() === "color";
+    if (fullText.length > 2) return false;
+    const parts = [el];
+    for (const kid of el.children) {
+      parts.push(kid);
+      for (const grandchild of kid.children) parts.push(grandchild);
+      if (parts.length > 12) break;
+    }
+    for (const n of parts.slice(0, 12)) {
+      if (n !== el && clip(n.textContent)) continue;
+      const r = n.getBoundingClientRect(), small = Math.min(r.width, r.height), large = Math.max(r.width, r.height);
+      if (small < 6 || large > 40 || large > 2.5 * small) continue;
+      const bg = getComputedStyle(n).backgroundColor;
+      if (opaque(bg) && bg !== behind(n)) return true;
+    }
+    return false;
+  }
+
   function describe(el, tag, style, rect, reasons, hit, clipped, order) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
     const img = imageTexts(el, tag);
@@ -336,6 +365,7 @@
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
     if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
+    if (opts.swatches) extra.swatch = showsSwatch(el, tag, fullText);
     return {
       ...extra,
       order, tag, type,
@@ -413,18 +443,31 @@
     }
     return found;
   }
+  // iwr-det-13 (view_anchors): an anchor the page shows in the viewport is the one meant ("under 'Result'" on a
+  // page with thirty 'Result' labels); more are looked at, and those in view kept when there are any. An anchor
+  // named by its kind and words none of that kind says is the element of that kind in view, if any.
+  const inView = (r) => r.left < innerWidth && r.right > 0 && r.top < innerHeight && r.bottom > 0;
   function anchorBoxes(spec) {
-    const phrase = words(spec.text), limit = 20, found = [];
+    const found = anchorsOf(spec, opts.viewAnchors ? 200 : 20);
+    if (!opts.viewAnchors) return found;
+    const seen = found.filter(inView);
+    return seen.length ? seen : found.slice(0, 20);
+  }
+  function anchorsOf(spec, limit) {
+    const phrase = words(spec.text), found = [];
     const says = (s) => phrase.trim() !== "" && words(s).includes(phrase);
     if (spec.selector) {
       let matches = [];
       try { matches = Array.from(document.querySelectorAll(spec.selector)); } catch (e) { matches = []; }
+      const kind = [];  // iwr-det-13: elements of the kind in view, whatever they say ("below the example code")
       for (const el of matches.slice(0, 2000)) {
         if (found.length >= limit) break;
         const r = shown(el);
         if (r && (!phrase.trim() || says(ownName(el)) || says(el.innerText || el.textContent))) found.push(r);
+        else if (r && opts.viewAnchors && inView(r)) kind.push(r);
       }
       if (found.length || !phrase.trim()) return found;
+      if (kind.length) return kind;
     }
     if (!phrase.trim()) return found;
     for (const el of document.querySelectorAll("[aria-label], [placeholder], [title], [alt], input, textarea")) {

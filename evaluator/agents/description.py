@@ -137,6 +137,9 @@ LOOK_WORDS = frozenset("ring rings hollow outlined outline empty blank plain fil
 # iwr-det-12 (size_words): how wide or long a control is drawn ("the wide empty text box"): like the look words,
 # they say how it looks and name nothing the page must show.
 SIZE_WORDS = frozenset("wide narrow long tall thin thick slim".split())
+# iwr-det-13 (swatch_nouns): "colour box", "color square", "colour swatch": a sample of a colour
+SWATCH_LEADS = frozenset("colour color".split())
+SWATCH_HEADS = frozenset("box boxes square squares swatch swatches sample samples chip chips".split())
 # iwr-det-6 (sequence_relations): "the button right after the pink dot", "the tab before 'Settings'":
 # the next (or previous) look-alike in reading order from an anchor found by its own description.
 SEQUENCE_WORDS = {"after": "after", "following": "after", "before": "before", "preceding": "before"}
@@ -144,6 +147,8 @@ SEQUENCE_LEADS = frozenset("right just immediately directly".split())
 SEQUENCE_KINDS = frozenset(SEQUENCE_WORDS.values())
 ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "heading", "title": "heading",
                 "label": "label"}
+# iwr-det-13 (code_anchors): "below the example code": a documentation page's code block
+CODE_NOUNS = {"code": "code", "snippet": "code"}
 
 
 @dataclass
@@ -188,6 +193,10 @@ class Description:
     picture: bool = False
     grid_row: int | None = None
     grid_col: int | None = None
+    # iwr-det-13: the row is said to be "of" something ("the second row of colours"): the grid's, not the look-alikes'
+    grid_of: bool = False
+    # iwr-det-13: the target is named as a colour sample ("the colour box", "the colour square")
+    swatch: bool = False
     # iwr-det-4: the target's hues and the small-mark nouns naming it
     colours: list[str] = field(default_factory=list)
     shapes: list[str] = field(default_factory=list)
@@ -208,6 +217,8 @@ class Description:
                 **({"glyphs": self.glyphs, "concepts": self.concepts} if self.glyphs or self.concepts else {}),
                 **({"picture": True} if self.picture else {}),
                 **({"grid": [self.grid_row, self.grid_col]} if self.grid_row or self.grid_col else {}),
+                **({"grid_of": True} if self.grid_of else {}),
+                **({"swatch": True} if self.swatch else {}),
                 **({"colours": self.colours, "shapes": self.shapes} if self.colours else {}),
                 **({"edge": self.edge} if self.edge else {}),
                 **({"again": True} if self.again else {})}
@@ -222,6 +233,7 @@ class _Token:
     phase: str = "target"  # target | anchor (locates the target) | purpose ("to add it to the cart")
     role: str | None = None
     relation: int | None = None  # index of the relation whose anchor this token names
+    swatch_of: tuple[str, str | None] | None = None  # iwr-det-13: its kind and role before read as a swatch noun
 
 
 def parse_description(text: str | None, typed: str | None = None, params=None) -> Description:
@@ -243,6 +255,7 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     _classify(tokens)
     if params is not None:
         _det6_words(tokens, params)
+        _swatch_nouns(tokens, params.swatch_nouns)
     ticks = False
     if params is not None and params.check_verbs:
         for t in tokens:
@@ -251,20 +264,21 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     if params is not None and params.count_words:
         _counts(tokens)
     if params is not None and params.grid_ordinals:
-        _grid_positions(tokens, desc, sides=params.side_rows)
+        _grid_positions(tokens, desc, sides=params.side_rows, named=params.named_grid_rows)
     if params is not None and params.colour_words:
         _shape_heads(tokens)
     if params is not None and params.edge_positions:
         desc.edge = _edges(tokens, looks=params.look_edges)
     kinds = _phases(tokens, between=params is not None and params.between_relation,
                     sequence=params is not None and params.sequence_relations)
+    desc.swatch = _target_swatch(tokens)
     _collect(tokens, desc)
     if params is not None and params.repeat_targets:
         desc.again = _repeats(tokens)
     if params is not None and params.colour_words:
         desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
                                if t.phase == "target" and t.kind == "appearance" and t.word in COLOUR_WORDS)
-    _collect_relations(tokens, kinds, desc)
+    _collect_relations(tokens, kinds, desc, code=params is not None and params.code_anchors)
     if not desc.content and not desc.quotes:
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
         # button" names none (matching "button" to a "Buttons" link would mislead)
@@ -329,6 +343,24 @@ def _shape_heads(tokens: list[_Token]) -> None:
             token.kind = "shape"
 
 
+def _swatch_nouns(tokens: list[_Token], on: bool) -> None:
+    """iwr-det-13: "the small colour box with an arrow", "the colour square": 'colour' before a box, square or swatch
+    names a sample of a colour (a swatch), not a text box and not a word the element says."""
+    for token, nxt in zip(tokens, tokens[1:] if on else [], strict=False):
+        if token.word in SWATCH_LEADS and nxt.word in SWATCH_HEADS and not (token.capital or nxt.capital):
+            for t in (token, nxt):
+                t.swatch_of = (t.kind, t.role)  # an anchor's words keep their reading ("below the colour box")
+                t.kind, t.role = "swatch", None
+
+
+def _target_swatch(tokens: list[_Token]) -> bool:
+    """Whether the target is named as a swatch; an anchor's swatch words get their reading back."""
+    for t in tokens:
+        if t.kind == "swatch" and t.phase != "target":
+            t.kind, t.role = t.swatch_of
+    return any(t.kind == "swatch" for t in tokens)
+
+
 def _det6_words(tokens: list[_Token], params) -> None:
     """iwr-det-6's readings of single words: table header nouns and look words (iwr-det-12: size words too)."""
     if params.header_nouns:
@@ -388,9 +420,11 @@ def _said_of_look(tokens: list[_Token], i: int) -> bool:
     return False
 
 
-def _grid_positions(tokens: list[_Token], desc: Description, sides: bool = False) -> None:
+def _grid_positions(tokens: list[_Token], desc: Description, sides: bool = False, named: bool = False) -> None:
     """"the second row" / "the third column" set a grid position; their words name nothing else. With
-    ``sides`` (iwr-det-9), so do "the top row", "the bottom row", "the left column"."""
+    ``sides`` (iwr-det-9), so do "the top row", "the bottom row", "the left column". With ``named``
+    (iwr-det-13) a row followed by "of" and a word ("the second row of colours", "of the calendar") is the
+    row of the grid that word names: ``grid_of``."""
     for i, token in enumerate(tokens[:-1]):
         noun = GRID_NOUNS.get(tokens[i + 1].word)
         if noun is None or token.capital or tokens[i + 1].capital:
@@ -403,6 +437,9 @@ def _grid_positions(tokens: list[_Token], desc: Description, sides: bool = False
             continue
         if noun == "row":
             desc.grid_row = place
+            after = tokens[i + 2:i + 4]
+            desc.grid_of = desc.grid_of or named and len(after) == 2 and after[0].word == "of" \
+                and after[1].kind not in ("quote", "break")
         else:
             desc.grid_col = place
         token.kind = tokens[i + 1].kind = "grid"
@@ -472,7 +509,7 @@ def _kind(token: _Token) -> str:
 def _phases(tokens: list[_Token], between: bool = False, sequence: bool = False) -> list[str]:
     """Mark anchor phrases ("in the 'Dropdown' card") and purpose phrases ("to collapse it").
 
-    Both start only once the target's head (a role noun or a quoted label) has been read, so
+    Both start only once the target's head (a role noun, a quoted label, a shape or swatch noun) has been read, so
     "the Add to cart button" and "the Terms of Service link" stay whole. A relation ("to the
     left of", "next to", "below") also starts an anchor phrase, whose tokens it owns; the
     kinds of the relations read are returned in order.
@@ -506,7 +543,7 @@ def _phases(tokens: list[_Token], between: bool = False, sequence: bool = False)
         if skip:  # the relation's own words ("to the left of") name nothing
             token.kind, token.role, skip = "relation", None, skip - 1
         token.phase, token.relation = phase, relation
-        if token.kind in ("role", "quote", "shape"):
+        if token.kind in ("role", "quote", "shape", "swatch"):
             headed = True
         if relation is not None and relations[relation] == "between_and" and token.kind in ("quote", "content", "role"):
             mate_named = True
@@ -573,11 +610,11 @@ def _collect(tokens: list[_Token], desc: Description) -> None:
     desc.labels = _label_phrases([t for t in tokens if t.phase == "target"])
 
 
-def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description) -> None:
+def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description, code: bool = False) -> None:
     """Each relation's anchor: its quotes, content words and role noun. A side without an anchor
     on the page ("to the left of the page") is a region again."""
     relations = [Relation(kind) for kind in kinds]
-    _anchor_words(tokens, relations)
+    _anchor_words(tokens, relations, {**ANCHOR_NOUNS, **CODE_NOUNS} if code else ANCHOR_NOUNS)
     for i, relation in enumerate(relations):
         if relation.kind == "between":  # its other side follows it ("and 'Pink'")
             mate = relations[i + 1] if i + 1 < len(relations) and relations[i + 1].kind == "between_and" else None
@@ -593,7 +630,7 @@ def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description
             desc.regions.append(relation.kind)
 
 
-def _anchor_words(tokens: list[_Token], relations: list[Relation]) -> None:
+def _anchor_words(tokens: list[_Token], relations: list[Relation], nouns: dict[str, str] = ANCHOR_NOUNS) -> None:
     """Each anchor token's word into its relation: quotes, role, content words, and the phrase as said."""
     for token in tokens:
         if token.relation is None or token.phase != "anchor":
@@ -608,8 +645,8 @@ def _anchor_words(tokens: list[_Token], relations: list[Relation]) -> None:
             relation.quotes.append(token.word)
         elif token.kind == "role" and relation.role is None:
             relation.role = token.role
-        elif token.kind == "content" and token.word in ANCHOR_NOUNS and relation.role is None:
-            relation.role = ANCHOR_NOUNS[token.word]
+        elif token.kind == "content" and token.word in nouns and relation.role is None:
+            relation.role = nouns[token.word]
         elif token.kind == "content":
             relation.words.append(token.word)
 

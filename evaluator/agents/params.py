@@ -161,6 +161,17 @@ class TargetingParams(_Section):
     # iwr-det-12: a grid row the look-alikes by words do not reach is counted among the elements of the best
     # match's kind ("14 in the third row of the calendar": the number names one day only)
     kind_rows: bool = False
+    # iwr-det-13: a row said to be "of" something ("the second row of colours") is counted among the elements of the
+    # best match's kind even where the look-alikes by words reach it
+    named_grid_rows: bool = False
+    # iwr-det-13: "the colour box", "the colour square": an element showing a colour sample, not a text box
+    swatch_nouns: bool = False
+    # iwr-det-13: of the places a relation's anchor is found, those in the viewport when there are any
+    view_anchors: bool = False
+    # iwr-det-13: "the example code", "the snippet" said of an anchor is a code block (pre, code)
+    code_anchors: bool = False
+    # iwr-det-13: a candidate whose name is that of a candidate inside its box ranks just below that one
+    inner_namesakes: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ ROLE_SELECTORS = {
     "form": "form",
     "heading": "h1, h2, h3, h4, h5, h6, [role=heading]",
     "label": "label",
+    "code": "pre, code",  # iwr-det-13 (code_anchors): "below the example code"
 }
 # How far past the anchor's near edge a candidate's centre may reach (the protocol's
 # relation_edge_share of the anchor's extent), kept within these bounds: a few pixels for a

@@ -7,12 +7,13 @@ score = w_text * text + w_attributes * attributes + w_role * role + w_position *
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from rapidfuzz import fuzz
 
-from evaluator.agents.colours import look_score
+from evaluator.agents.colours import LOOK_MATCH, WITH_WORDS, look_score
 from evaluator.agents.description import PICTURE_WORDS, SEQUENCE_KINDS, Description, parse_description
 from evaluator.agents.glyphs import glyph_score
 from evaluator.agents.params import TargetingParams
@@ -108,6 +109,8 @@ def name_fields(cand: dict) -> list[str]:
 ATTRIBUTE_LABEL_DISCOUNT = 0.9
 # iwr-det-3 (picture_nouns): "the photo" said of an element showing an image matches like its name.
 PICTURE_MATCH = 1.0
+# iwr-det-13 (swatch_nouns): "the colour box" said of an element showing a colour sample, as a hue matches a mark
+SWATCH_MATCH = LOOK_MATCH
 
 
 def shows_picture(cand: dict) -> bool:
@@ -209,6 +212,8 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
         best = max(best, PICTURE_MATCH)
     if params.colour_words and desc.colours:
         best = max(best, look_score(desc, cand))
+    if params.swatch_nouns and desc.swatch and cand.get("swatch") and not desc.quotes:
+        best = max(best, SWATCH_MATCH * (WITH_WORDS if desc.content else 1.0))
     return best
 
 
@@ -403,7 +408,44 @@ def score_candidates(desc: Description, page: dict, params: TargetingParams, foc
         for s in scored:
             if id(s) not in inside:
                 s.score -= OUTSIDE_CONTAINER_PENALTY
+    if params.inner_namesakes:
+        _inner_namesakes_first(scored, params)
     return sorted(scored, key=lambda s: (-round(s.score, 6), s.area, s.cand["order"]))
+
+
+# iwr-det-13 (inner_namesakes): how far below its inner namesake an outer one is ranked
+NAMESAKE_STEP = 1e-4
+
+
+def _inner_namesakes_first(scored: list[Scored], params: TargetingParams) -> None:
+    """"Click 'more' under the palette": a picker's panel listens for clicks and its only words are its 'more'
+    button's, so the panel says 'more' too, and its larger box sat nearer the anchor. A click on the button reaches
+    the panel as well; the button is the control named. A candidate whose name is that of a candidate inside its
+    box is ranked just below the best such inner one, when that one would be accepted on its own."""
+    by_name: dict[str, list[Scored]] = {}
+    for s in scored:
+        name = normalize(_own_name(s.cand))
+        if name:
+            by_name.setdefault(name, []).append(s)
+    for group in by_name.values():
+        if len(group) < 2:
+            continue
+        for outer in group:
+            inner = [s for s in group
+                     if s is not outer and s.area < outer.area and _within(s.cand["box"], outer.cand["box"])]
+            best = max(inner, key=lambda s: s.score, default=None)
+            if best is not None and best.score >= params.accept_threshold and outer.score >= best.score:
+                outer.score = best.score - NAMESAKE_STEP
+
+
+def _own_name(cand: dict) -> str:
+    return cand.get("aria_label") or cand.get("labelledby") or cand.get("label") or cand.get("text") or ""
+
+
+def _within(inner: list[float], outer: list[float], slack: float = 1.0) -> bool:
+    """The box ``inner`` lies inside ``outer`` (both [x, y, width, height]), to a pixel."""
+    (x, y, w, h), (ox, oy, ow, oh) = inner, outer
+    return x >= ox - slack and y >= oy - slack and x + w <= ox + ow + slack and y + h <= oy + oh + slack
 
 
 def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
@@ -421,7 +463,7 @@ def _score_one(desc, index, cand, page, params, focus_bonus) -> Scored:
 def _shown_cue(desc: Description, params: TargetingParams) -> bool:
     """iwr-det-3: a glyph or a picture noun is a text cue too ("the » arrow", "the first photo")."""
     return bool(params.glyph_words and (desc.glyphs or desc.concepts) or params.picture_nouns and desc.picture
-                or params.colour_words and desc.colours)
+                or params.colour_words and desc.colours or params.swatch_nouns and desc.swatch)
 
 
 def position_score(desc: Description, cand: dict, geometry: dict, params: TargetingParams,
@@ -599,11 +641,15 @@ def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams
     rows = laid_out_rows(group)
     if desc.grid_row:
         rows = [_nth(rows, desc.grid_row)] if _nth(rows, desc.grid_row) else []
+    # iwr-det-13 (named_grid_rows): "the bright red square, the second one in the second row of colours" counts the
+    # rows of the colours, not of the red squares
+    row = _kind_row(desc, scored, group, within, majority=True) if params.named_grid_rows and desc.grid_of and group \
+        else None
     pick = None
-    if rows:
+    if rows and not row:
         pick = _pick_in_rows(desc, rows, params)
-    elif params.kind_rows and desc.grid_row and group:
-        row = _kind_row(desc, scored, group, within)
+    elif (params.kind_rows or row) and desc.grid_row and group:
+        row = row or _kind_row(desc, scored, group, within)
         if row and not (desc.grid_col or desc.ordinal is not None):
             inside = {id(s) for s in row}  # the row is placed; the words choose in it ("the 14 in the third row")
             for s in scored:
@@ -614,12 +660,19 @@ def _apply_grid(desc: Description, scored: list[Scored], params: TargetingParams
         s.parts["position"] = 1.0 if s is pick else 0.0
 
 
-def _kind_row(desc: Description, scored: list[Scored], group: list[Scored], within=None) -> list[Scored] | None:
+def _kind_row(desc: Description, scored: list[Scored], group: list[Scored], within=None,
+              majority: bool = False) -> list[Scored] | None:
     """iwr-det-12 (``kind_rows``): "14 in the third row of the calendar": a day's number names it alone, so its
     look-alikes by words are itself and the third row is not among them. The rows are then those of the elements
     of its kind: the best match's tag, a class it shares (or none on either), a like size, inside the container
-    the description names. None when that grid has no such row."""
+    the description names. None when that grid has no such row. With ``majority`` (iwr-det-13's
+    ``named_grid_rows``), the kind is the one most of the best matches by words share, the first of them in the
+    document standing for it."""
     best = max(group, key=lambda s: (s.parts["text"], -s.cand["order"]))
+    if majority:  # iwr-det-13: the kind most of the best matches share (a red 'cancel' link ties with the red squares)
+        top = [s for s in group if s.parts["text"] >= best.parts["text"] - 1e-9]
+        kinds = Counter((s.cand["tag"], s.cand.get("cls") or "") for s in top)
+        best = next(s for s in top if (s.cand["tag"], s.cand.get("cls") or "") == kinds.most_common(1)[0][0])
     classes = set((best.cand.get("cls") or "").split())
     area = best.area
     kind = [s for s in scored

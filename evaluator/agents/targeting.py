@@ -124,6 +124,8 @@ def find_target(page, action, params=None) -> Target:
                                                "repeat": p.repeat_targets and desc.again,
                                                "childFill": p.child_fill_colours,
                                                "delegatedCells": p.delegated_cells,
+                                               "swatches": p.swatch_nouns and desc.swatch,
+                                               "viewAnchors": p.view_anchors,
                                                "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())

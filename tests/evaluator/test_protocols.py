@@ -22,15 +22,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-10": "290597062cf2229d",
     "iwr-det-11": "3409b8d65c38a0ea",
     "iwr-det-12": "6c1c725ff203ef64",
+    "iwr-det-13": "abdc811aa2933c15",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_12():
-    """The default protocol is iwr-det, version 12; versions 2 to 11 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_13():
+    """The default protocol is iwr-det, version 13; versions 2 to 12 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "12", "iwr-det-12")
-    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 12)] == [str(v) for v in range(2, 12)]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "13", "iwr-det-13")
+    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 13)] == [str(v) for v in range(2, 13)]
     assert not protocol.requires_llm
 
 
@@ -143,6 +144,10 @@ ADDED_SETTINGS = {
     # shows ...', 'a calendar showing ...')
     "12": {("targeting", "size_words"), ("targeting", "delegated_cells"), ("targeting", "kind_rows"),
            ("assertion", "participle_cues"), ("assertion", "form_value_phrases")},
+    # the same colour picker's documentation ('the second one in the second row of colours', 'the colour box under
+    # 'Result'', 'below the example code', "'more' under the palette")
+    "13": {("targeting", "named_grid_rows"), ("targeting", "swatch_nouns"), ("targeting", "view_anchors"),
+           ("targeting", "code_anchors"), ("targeting", "inner_namesakes")},
 }
 
 
@@ -224,8 +229,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-12 finds its protocol."""
-    assert get_protocol("iwr-det-12") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-13 finds its protocol."""
+    assert get_protocol("iwr-det-13") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-12") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-11") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-10") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-9") is not get_protocol("iwr-det")
@@ -239,8 +245,8 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, "
-             "iwr-det-8, iwr-det-9, iwr-official")
+    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, "
+             "iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 

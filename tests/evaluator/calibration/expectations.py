@@ -108,40 +108,29 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the snapshot's by a hair of VFS (0.5010 against 0.5017), so 'broken > snapshot' does not hold",
     # Seen in the full-corpus self-test of 2026-12-07 (iwr-det-11) on the two new sites' phone tasks.
     ("snapshot-ifs", "spectrum-phone-palette"): "issue 14 (tuning half): the snapshot passes steps 1 and 2 (IFS 0.4): "
-        "its table of contents' link jumps to the section without scripts, and step 2, unasserted, clicks a colour "
-        "box far above the view (the reference page's own step 2 does too); the truth says step 1",
+        "its table of contents' link jumps to the section without scripts, and step 2, unasserted, clicks the colour "
+        "box below the example code, which the snapshot keeps as markup (it opens nothing); the truth says step 1",
     ("snapshot-ifs", "tablesort-phone-born"): "issue 14 (held-out half, measured only): the snapshot passes steps 1 to "
         "3 (IFS 0.6); the truth says step 1",
-    ("broken-stop", "spectrum-palette-picker"): "issue 14 (tuning half): the copy broken at step 4 stops at step 2, "
-        "where the reference page itself fails (a known judge gap), not at step 4",
     ("broken-stop", "tablesort-phone-born"): "issue 14 (held-out half, measured only): the copy broken at step 4 "
         "passes every step",
-    ("unstyled", "spectrum-phone-palette"): "issue 14 (tuning half): the reference page stops at step 3 (a known judge "
-        "gap, Final 0.466), so the unstyled copy's Final (0.645) is above it",
     ("snapshot-ifs", "gumshoe-scrollspy-nav"): "issue 14 (held-out half): the snapshot passes every step (IFS 1.0): "
         "its in-page links scroll without scripts, and the unmoved highlight is not caught; the truth says step 1",
 }
 
-# Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge
-# (the default protocol, iwr-det-12, the same as iwr-det-11 on all six; iwr-det-5 to iwr-det-10 the same on the
-# held-out four, but owl-center-phone,
-# whose reference passes one more step since iwr-det-9) does not pass in full, with the IFS it measured
-# (`python -m tests.evaluator.calibration.report --half held_out|tuning`, 2026-12-06). Four are in the held-out
-# half, which is measured and never tuned on (mixitup-remove-cards, of the tuning half, passes since iwr-det-6;
-# the two hc-offcanvas tasks since iwr-det-7). The two spectrum tasks joined the tuning half with iwr-det-11,
-# which fixed their first failures (a label run into its neighbour, a colour square its child fills); what is
-# left: "the bright red square, the second one in the second row of colours" counts rows among the red squares
-# only, and "the small colour box with an arrow below the example code" ties with ten such boxes and takes the
-# first, far above the view. The date picker's two tasks joined the tuning half with iwr-det-12, which fixed every
-# failure of their reference pages. The self-test expects these to fail (strictly: a fix shows up as an unexpected
+# Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge (the default
+# protocol, iwr-det-13; iwr-det-5 to iwr-det-12 the same on all four, but owl-center-phone, whose reference passes one
+# more step since iwr-det-9) does not pass in full, with the IFS it measured
+# (`python -m tests.evaluator.calibration.report --half held_out|tuning`, 2026-12-06 and 2026-12-07). All four are in
+# the held-out half, which is measured and never tuned on. Of the tuning half, mixitup-remove-cards passes since
+# iwr-det-6, the two hc-offcanvas tasks since iwr-det-7, the date picker's two tasks since iwr-det-12 and the colour
+# picker's two since iwr-det-13. The self-test expects these to fail (strictly: a fix shows up as an unexpected
 # pass, and the entry must then be removed).
 KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
     "mmenu-onepage-phone": 0.0,
     "mmenu-submenus": 0.0,
     "owl-center-phone": 0.25,
     "fomantic-login-validation": 0.5,
-    "spectrum-palette-picker": 0.167,
-    "spectrum-phone-palette": 0.4,
 }
 # Tasks whose reference page scored differently on a repeat run (settling under load, issue 14):
 # mixitup-color-filter gave VFS 1.0 and then 0.990 (its filter animations end in real time);
