@@ -164,6 +164,8 @@ class TaskRun:
     # OcrCache kept between runs (on disk) for the reference checkpoints only: they are the same for
     # every submission, while generated screenshots are not worth keeping beyond the worker.
     reference_cache: object | None = None
+    # KeptReferences beside it: what the visual metrics derive from each reference checkpoint alone.
+    kept_references: object | None = None
     record_video: bool = True
     ref_cache: dict = field(default_factory=dict)  # reference OCR text by checkpoint path
     # When a list is given, video conversions are left running and their handles appended here:
@@ -643,8 +645,6 @@ def _counts_visually(step: dict) -> bool:
 
 
 def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> dict:
-    from evaluator.metrics import load_image
-
     if run.official is not None:
         return run.official.score_checkpoint(ref, gen)
     from evaluator.metrics.checkpoint import score_checkpoint
@@ -652,21 +652,35 @@ def _score_one(run: TaskRun, ref: Path, gen: Path, gen_blocks: list | None) -> d
     ref_blocks = _reference_blocks(run.task, ref)
     use_blocks = ref_blocks is not None and gen_blocks is not None
     try:
-        ref_image = load_image(ref)  # decoded once for the kept cache's reading and for every metric
+        reference = _reference(run, ref)  # kept, or decoded once for the kept cache's reading and every metric
     except Exception as exc:  # noqa: BLE001 - whatever the decoder says, the reference is unusable
         raise _unreadable(exc, ref.name) from exc
-    return score_checkpoint(ref_image, gen, run.params.get("visual"), ref_blocks=ref_blocks if use_blocks else None,
-                            gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, ref_image))
+    scores = score_checkpoint(reference, gen, reference.settings, ref_blocks=ref_blocks if use_blocks else None,
+                              gen_blocks=gen_blocks if use_blocks else None, cache=_ocr_cache(run, reference))
+    reference.keep()  # what it derived, where the folder may be written (never by a sandboxed job)
+    return scores
+
+
+def _reference(run: TaskRun, path: Path):
+    """The reference checkpoint for the visual metrics: what they derive from it alone read from the kept folder
+    when it is there, else the picture decoded now."""
+    from evaluator.metrics import load_image, visual_params
+    from evaluator.metrics.reference import Reference
+
+    settings = visual_params(run.params.get("visual"))
+    if run.kept_references is not None:
+        return run.kept_references.open(path, settings)
+    return Reference(load_image(path), settings)
 
 
 def _ocr_cache(run: TaskRun, ref):
     """The cache a checkpoint is scored with: the reference read through the kept cache, the rest in memory."""
     if run.reference_cache is None:
         return run.cache
-    from evaluator.metrics import visual_params
     from evaluator.metrics.ocr import OcrCache, ocr_page
 
-    ocr_page(ref, visual_params(run.params.get("visual")), run.reference_cache)  # OCR'd once per task set
+    if not ref.was_kept:  # a kept reference brings its text and blocks
+        ocr_page(ref.image, ref.settings, run.reference_cache)  # OCR'd once per task set
     return ReferenceFirstCache(run.cache if run.cache is not None else OcrCache(), run.reference_cache)
 
 

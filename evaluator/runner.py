@@ -511,6 +511,7 @@ class _Worker:
     def __init__(self, job: Job, ocr_engine: str | None = None):
         from evaluator.dataset import load_dataset
         from evaluator.metrics.ocr import OcrCache
+        from evaluator.metrics.reference import KeptReferences
         from evaluator.protocols import get_protocol
 
         _warm_up()
@@ -521,6 +522,7 @@ class _Worker:
         self.limits = self.params["limits"]
         self.cache = OcrCache()  # generated screenshots: this worker's memory only
         self.reference_cache = OcrCache(directory=job.ocr_cache_dir) if job.ocr_cache_dir else None
+        self.kept_references = KeptReferences(job.ocr_cache_dir) if job.ocr_cache_dir else None
         self.videos: list = []  # conversions still running while the next task replays
         self.official = None
         if job.official:
@@ -550,7 +552,7 @@ class _Worker:
         task = self.dataset.task(key)
         run = TaskRun(task, Path(self.job.pages[key]), self.job.out_dir / "tasks" / key, self.params,
                       self.dataset.numbering, cache=self.cache, reference_cache=self.reference_cache,
-                      record_video=self.job.record_video,
+                      kept_references=self.kept_references, record_video=self.job.record_video,
                       pending_videos=self.videos, official=self.official,
                       profile=Profile() if self.job.profile else None)
         if self.official is not None:

@@ -1,8 +1,9 @@
 """``python -m evaluator ocr-cache``: read a task set's reference checkpoints into an OCR cache folder.
 
-The folder is the one ``score --ocr-cache`` keeps between runs: the reference checkpoints' OCR
-and the pixel change between the checkpoint pairs the assertion judge compares, the same for
-every submission. Scoring jobs run untrusted pages, so they only read it; it is filled here,
+The folder is the one ``score --ocr-cache`` keeps between runs: the reference checkpoints' OCR,
+what the visual metrics derive from each of them alone (:mod:`evaluator.metrics.reference`) and
+the pixel change between the checkpoint pairs the assertion judge compares, the same for every
+submission. Scoring jobs run untrusted pages, so they only read it; it is filled here,
 from nothing but the task set's own checkpoints: ``score`` runs this outside the job's sandbox,
 beside the job, and the container deployment runs it in a container of its own beside the
 job's (:mod:`evaluator.container`).
@@ -51,15 +52,20 @@ def fill(data: Path, directory: Path, protocol: str = "iwr-det", task_keys: list
     from evaluator.dataset import load_dataset
     from evaluator.metrics import visual_params
     from evaluator.metrics.ocr import OcrCache
+    from evaluator.metrics.reference import KeptReferences
     from evaluator.protocols import get_protocol
 
     dataset = load_dataset(Path(data))
-    protocol_params = get_protocol(protocol).params
+    chosen = get_protocol(protocol)
+    protocol_params = chosen.params
     params = visual_params(protocol_params.get("visual"))  # as the replay reads references
     images = reference_checkpoints(dataset, task_keys)
     deadline = time.monotonic() + time_limit if time_limit else None
-    read = OcrCache(directory=directory).fill(images, params, workers or int(usable_cpus()), deadline)
+    readings = OcrCache(directory=directory)
+    read = readings.fill(images, params, workers or int(usable_cpus()), deadline)
     _keep_pixel_changes(dataset, task_keys, protocol_params, directory, deadline)
+    if not chosen.requires_llm:  # the official judge scores checkpoints with its own models
+        KeptReferences(directory).fill(images, params, readings, deadline)
     return read, len(images)
 
 

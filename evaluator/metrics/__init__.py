@@ -61,18 +61,31 @@ def image_key(img: Image.Image) -> str:
     same two pictures several times (OCR text, text blocks), and hashing a 1920x1080 picture takes
     several milliseconds. The metrics never change a picture in place once it is loaded.
     """
-    known = _KEYS.get(id(img))
-    if known is not None and known[0]() is img:
-        return known[1]
-    digest = hashlib.sha256(f"{img.mode}:{img.width}x{img.height}:".encode())
-    digest.update(np.ascontiguousarray(np.asarray(img)).data)  # a third faster than img.tobytes()
-    key = digest.hexdigest()[:32]
-    ident = id(img)
-    _KEYS[ident] = (weakref.ref(img, lambda _gone: _KEYS.pop(ident, None)), key)
-    return key
+    def compute() -> str:
+        digest = hashlib.sha256(f"{img.mode}:{img.width}x{img.height}:".encode())
+        digest.update(np.ascontiguousarray(pixel_array(img)).data)
+        return digest.hexdigest()[:32]
+
+    return _remembered(img, "key", compute)
 
 
-_KEYS: dict[int, tuple[weakref.ref, str]] = {}  # id of a live picture -> (weak reference, key)
+def pixel_array(img: Image.Image) -> np.ndarray:
+    """The picture's pixels as a read-only array (H, W, bands), made once per picture object while it lives:
+    its key and its text blocks both read them, and each copy of a 1920x1080 picture takes a millisecond."""
+    return _remembered(img, "pixels", lambda: np.asarray(img))  # a third faster than img.tobytes()
+
+
+def _remembered(img: Image.Image, name: str, compute):
+    known = _REMEMBERED.get(id(img))
+    if known is None or known[0]() is not img:
+        ident = id(img)
+        known = _REMEMBERED[ident] = (weakref.ref(img, lambda _gone: _REMEMBERED.pop(ident, None)), {})
+    if name not in known[1]:
+        known[1][name] = compute()
+    return known[1][name]
+
+
+_REMEMBERED: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}  # id of a live picture -> (weak reference, values)
 
 
 def visual_params(params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from scipy.ndimage import distance_transform_edt, uniform_filter
 from skimage.color import deltaE_ciede2000, rgb2lab
 from skimage.metrics import structural_similarity
 
-from evaluator.metrics import ImageLike, MetricError, load_image, visual_params
+from evaluator.metrics import ImageLike, MetricError, load_image, pixel_array, visual_params
 from evaluator.metrics.assignment import linear_sum_assignment
 from evaluator.metrics.ocr import Line, OcrCache, ocr_lines
 from evaluator.metrics.visual import Canvas, common_canvas, resize, scaled_size
@@ -49,6 +50,7 @@ BoxF = tuple[float, float, float, float]  # x, y, width, height in pixels
 SUB_SCORES = ("layout", "elements", "content", "style", "overall")
 TEXT_SUB_SCORES = ("elements", "content")  # compare text blocks only: nothing to compare without text
 _FINE = 4  # pixels per layout cell side when finding components: thin strokes still show
+_BOXES_AT_ONCE = 256  # boxes whose layout cells are compared in one array (256 x 64 x 36 floats: 4.7 MB)
 _DISTINCT_LEVELS = 6  # text differs from its background by more than 6 of 32 levels (48 of 256) in a channel
 
 
@@ -123,7 +125,7 @@ def _clip(box: tuple[float, ...], size: tuple[int, int]) -> tuple[float, float, 
 def blocks_from_image(img: ImageLike, params: dict | None = None, cache: OcrCache | None = None) -> list[Block]:
     """One block per OCR line of the picture, with colours sampled inside its box."""
     image = load_image(img)
-    return blocks_from_lines(np.asarray(image), ocr_lines(image, params, cache))
+    return blocks_from_lines(pixel_array(image), ocr_lines(image, params, cache))
 
 
 def blocks_from_lines(pixels: np.ndarray, lines: list[Line]) -> list[Block]:
@@ -243,9 +245,9 @@ def layout_overlaps(canvas: Canvas, small: Canvas, ref: list[Block], gen: list[B
     text = near_overlap(_box_coverage(ref, cell, (grid_h, grid_w)), _box_coverage(gen, cell, (grid_h, grid_w)),
                         reach)
     delta = int(settings["component_delta"])
-    comp = near_overlap(_component_coverage(small.a, grid_w, grid_h, delta),
-                        _component_coverage(small.b, grid_w, grid_h, delta), reach)
-    return text, comp
+    coverage = small.each(f"components{grid_w}x{grid_h}>{delta}",
+                          lambda pixels: _component_coverage(pixels, grid_w, grid_h, delta))
+    return text, near_overlap(*coverage, reach)
 
 
 def near_overlap(a: np.ndarray, b: np.ndarray, reach: float) -> float:
@@ -273,27 +275,22 @@ def _box_coverage(blocks: list[Block], cell: tuple[float, float], grid: tuple[in
     """Share of each layout cell covered by block boxes (overlapping boxes count once per cell).
 
     Fractional, so a box moved by a few pixels changes its cells a little instead of gaining a
-    whole row of cells."""
+    whole row of cells. A cell's value is the largest of row share x column share over the boxes."""
+    boxes = np.array([box for b in blocks for box in b.boxes], dtype=float).reshape(-1, 4)
+    x0, y0 = boxes[:, 0] / cell[0], boxes[:, 1] / cell[1]
+    x1, y1 = x0 + boxes[:, 2] / cell[0], y0 + boxes[:, 3] / cell[1]
+    rows, cols = _shares(y0, y1, grid[0]), _shares(x0, x1, grid[1])
     coverage = np.zeros(grid)
-    for box in (box for b in blocks for box in b.boxes):
-        x0, y0 = box[0] / cell[0], box[1] / cell[1]
-        x1, y1 = x0 + box[2] / cell[0], y0 + box[3] / cell[1]
-        cols, rows = _spans(x0, x1, grid[1]), _spans(y0, y1, grid[0])
-        if cols is None or rows is None:
-            continue
-        (c0, col_share), (r0, row_share) = cols, rows
-        area = coverage[r0:r0 + len(row_share), c0:c0 + len(col_share)]
-        np.maximum(area, np.outer(row_share, col_share), out=area)
+    for first in range(0, len(boxes), _BOXES_AT_ONCE):
+        part = slice(first, first + _BOXES_AT_ONCE)
+        np.maximum(coverage, (rows[part, :, None] * cols[part, None, :]).max(axis=0), out=coverage)
     return coverage
 
 
-def _spans(start: float, end: float, cells: int) -> tuple[int, np.ndarray] | None:
-    """(first cell, covered share of each cell from it) of the interval [start, end) in cell units."""
-    first, last = max(0, math.floor(start)), min(cells, math.ceil(end))
-    if last <= first:
-        return None
-    edges = np.arange(first, last + 1, dtype=float)
-    return first, np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], start), 0.0, 1.0)
+def _shares(start: np.ndarray, end: np.ndarray, cells: int) -> np.ndarray:
+    """Covered share of each cell (columns) by each interval [start, end) in cell units (rows); 0 outside it."""
+    edges = np.arange(cells, dtype=float)
+    return np.clip(np.minimum(edges + 1.0, end[:, None]) - np.maximum(edges, start[:, None]), 0.0, 1.0)
 
 
 def _component_coverage(pixels: np.ndarray, grid_w: int, grid_h: int, delta: int) -> np.ndarray:
@@ -327,7 +324,7 @@ def style_score(small: Canvas, ref: list[Block], gen: list[Block], matches: list
     where ``textless`` (no block on either side to pair)."""
     scale = float(settings["colour_scale"])
     size = int(settings["palette_size"])
-    palette_part = palette_similarity(palette(small.a, size), palette(small.b, size), scale)
+    palette_part = palette_similarity(*small.each(f"palette{size}", lambda pixels: palette(pixels, size)), scale)
     if textless:
         return palette_part
     if matches:
@@ -380,7 +377,8 @@ def overall_score(canvas: Canvas, settings: dict) -> float:
     no longer lets a blank page pass as half similar to a full one.
     """
     size = scaled_size(canvas.width, canvas.height, int(settings["ssim_long_side"]))
-    a, b = (np.asarray(resize(Image.fromarray(arr).convert("L"), size), dtype=float) for arr in (canvas.a, canvas.b))
+    name = f"grey{size[0]}x{size[1]}"
+    a, b = canvas.each(name, lambda arr: np.asarray(resize(Image.fromarray(arr).convert("L"), size), dtype=float))
     if np.array_equal(a, b):
         return 1.0
     side = min(a.shape)
@@ -388,7 +386,9 @@ def overall_score(canvas: Canvas, settings: dict) -> float:
         return float(1.0 - np.abs(a - b).mean() / 255.0)
     window = min(7, side if side % 2 else side - 1)
     _, ssim_map = structural_similarity(a, b, data_range=255, win_size=window, full=True)
-    weights = _local_variance(a, window) + _local_variance(b, window) + (0.03 * 255) ** 2  # SSIM's C2
+    var_a, var_b = (canvas.derived(side, f"{name}variance{window}", partial(_local_variance, grey, window))
+                    for side, grey in ((0, a), (1, b)))
+    weights = var_a + var_b + (0.03 * 255) ** 2  # SSIM's C2
     inner = (slice(window // 2, -(window // 2) or None),) * 2  # windows wholly inside the picture
     score = (ssim_map[inner] * weights[inner]).sum() / weights[inner].sum()
     return float(np.clip(score, 0.0, 1.0))
@@ -424,12 +424,17 @@ def pair_blocks(ref: Image.Image, gen: Image.Image, ref_blocks: list[dict] | Non
                 settings: dict, cache: OcrCache | None) -> tuple[list[Block], list[Block]]:
     """Both sides' blocks from one source: OCR lines of each picture, or with ``block_source`` "dom"
     the caller's blocks when given for both sides."""
+    if uses_dom_blocks(settings, ref_blocks, gen_blocks):
+        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
+    return blocks_from_image(ref, settings, cache), blocks_from_image(gen, settings, cache)
+
+
+def uses_dom_blocks(settings: dict, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None) -> bool:
+    """Whether :func:`pair_blocks` takes the caller's blocks (else OCR lines of both pictures)."""
     source = settings["block_source"]
     if source not in ("ocr", "dom"):
         raise MetricError(f"block_source must be 'ocr' or 'dom', got {source!r}")
-    if source == "dom" and ref_blocks is not None and gen_blocks is not None:
-        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
-    return blocks_from_image(ref, settings, cache), blocks_from_image(gen, settings, cache)
+    return source == "dom" and ref_blocks is not None and gen_blocks is not None
 
 
 def compare_blocks(canvas: Canvas, ref: list[Block], gen: list[Block],

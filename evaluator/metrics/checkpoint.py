@@ -2,18 +2,23 @@
 
 low_level = mean(OCR similarity, global similarity)   (official: mean(OCR, DINOv2))
 high_level = block comparison total                    (official: MLLM rubric / 100)
-Each picture is decoded, scaled and read by Tesseract once; the metrics share the results.
+Each picture is decoded, scaled and read by Tesseract once; the metrics share the results. What they
+derive from the reference alone can come from a folder that keeps it between runs
+(:mod:`evaluator.metrics.reference`): then the reference is not decoded at all.
 """
 
 from __future__ import annotations
 
-from evaluator.metrics import ImageLike, load_image, visual_params
-from evaluator.metrics.blocks import compare_blocks, pair_blocks
-from evaluator.metrics.ocr import OcrCache, ocr_similarity, ocr_text
-from evaluator.metrics.visual import canvas_similarity, common_canvas
+from PIL import Image
+
+from evaluator.metrics import ImageLike, MetricError, load_image, visual_params
+from evaluator.metrics.blocks import blocks_from_image, compare_blocks, parse_blocks, uses_dom_blocks
+from evaluator.metrics.ocr import OcrCache, OcrResult, ocr_similarity, ocr_text
+from evaluator.metrics.reference import Reference
+from evaluator.metrics.visual import canvas_of, canvas_similarity
 
 
-def score_checkpoint(ref_png: ImageLike, gen_png: ImageLike, params: dict | None = None,
+def score_checkpoint(ref_png: ImageLike | Reference, gen_png: ImageLike, params: dict | None = None,
                      ref_blocks: list[dict] | None = None, gen_blocks: list[dict] | None = None,
                      ref_text: str | None = None, gen_text: str | None = None,
                      cache: OcrCache | None = None) -> dict[str, float]:
@@ -27,15 +32,19 @@ def score_checkpoint(ref_png: ImageLike, gen_png: ImageLike, params: dict | None
     ``block_source`` "dom" are blocks given for both sides (DOM text blocks) used instead.
     OCR results are cached by pixel hash in ``cache`` (default: a process-wide LRU), so the
     reference side is read once per task and the block metrics reuse the same reading.
+    ``ref_png`` may be a :class:`Reference` prepared under the same visual settings (a kept one).
     """
     settings = visual_params(params)
-    ref, gen = load_image(ref_png), load_image(gen_png)
-    texts = (ref_text if ref_text is not None else ocr_text(ref, settings, cache),
+    ref = _reference(ref_png, settings)
+    gen = load_image(gen_png)
+    memo = ref.canvas_values((max(ref.size[0], gen.width), max(ref.size[1], gen.height)))
+    texts = (ref_text if ref_text is not None else ref.text(cache),
              gen_text if gen_text is not None else ocr_text(gen, settings, cache))
     ocr = ocr_similarity(*texts)
-    canvas = common_canvas(ref, gen, int(settings["global_long_side"]), settings["pad_rgb"])
+    canvas = canvas_of((ref.size, gen.size), (memo, {}), (lambda: ref.image, lambda: gen),
+                       int(settings["global_long_side"]), settings["pad_rgb"])
     glob = canvas_similarity(canvas, int(settings["histogram_bins"]), float(settings["global_min_content"]))
-    ref_b, gen_b = pair_blocks(ref, gen, ref_blocks, gen_blocks, settings, cache)
+    ref_b, gen_b = _blocks(ref, gen, ref_blocks, gen_blocks, settings, cache)
     blocks = compare_blocks(canvas, ref_b, gen_b, (ref.size, gen.size), settings)
     # textless_terms: with no text on either screenshot the OCR term compares nothing and drops out.
     textless = settings.get("textless_terms", False) and not any(text.strip() for text in texts)
@@ -43,3 +52,43 @@ def score_checkpoint(ref_png: ImageLike, gen_png: ImageLike, params: dict | None
     scores = {"ocr": ocr, "global": glob, "low_level": low, "high_level": blocks.pop("total")}
     scores.update(blocks)
     return scores
+
+
+def derive_reference(ref: Reference, cache: OcrCache | None = None) -> None:
+    """Derive every value :func:`score_checkpoint` takes from ``ref`` alone, on the canvas of its own size, with
+    its OCR read through ``cache``: by scoring it against a blank page of that size, which differs from it (so
+    that its content, which identical pictures skip, is measured too) unless ``ref`` is blank itself."""
+    ref.text(cache)
+    ref.blocks(cache)
+    blank = Image.new("RGB", ref.size, tuple(int(v) for v in ref.settings["pad_rgb"]))
+    score_checkpoint(ref, blank, ref.settings, cache=_NOTHING_READ)
+
+
+class _NothingRead:
+    """An OCR cache that finds no words on any picture and keeps nothing: the blank page of :func:`derive_reference`
+    needs no Tesseract run, as its scores are thrown away (the reference's own reading is taken before)."""
+
+    def get(self, key: str) -> OcrResult:
+        return OcrResult(())
+
+    def put(self, key: str, result: OcrResult) -> None:
+        pass
+
+
+_NOTHING_READ = _NothingRead()
+
+
+def _reference(ref_png: ImageLike | Reference, settings: dict) -> Reference:
+    if not isinstance(ref_png, Reference):
+        return Reference(load_image(ref_png), settings)
+    if ref_png.settings != settings:
+        raise MetricError("the reference was prepared under other visual settings than the checkpoint's")
+    return ref_png
+
+
+def _blocks(ref: Reference, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
+            settings: dict, cache: OcrCache | None) -> tuple[list, list]:
+    """Both sides' blocks from one source, as :func:`evaluator.metrics.blocks.pair_blocks` chooses it."""
+    if uses_dom_blocks(settings, ref_blocks, gen_blocks):
+        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
+    return ref.blocks(cache), blocks_from_image(gen, settings, cache)

@@ -21,12 +21,17 @@ like missing content. Like the distances it is built on, the score is symmetric.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 from PIL import Image
 
 from evaluator.metrics import ImageLike, load_image, visual_params
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class Canvas:
 
     ``a`` and ``b`` are uint8 arrays of the same shape (H, W, 3); the block metrics reuse them.
     ``sizes`` are the two pictures' own sizes before padding, so each one's blank page can be drawn.
+    ``memos`` hold what the metrics derive from each picture alone on this canvas (:meth:`derived`);
+    a kept reference brings its memo along (:mod:`evaluator.metrics.reference`).
     """
 
     a: np.ndarray
@@ -43,19 +50,35 @@ class Canvas:
     height: int
     sizes: tuple[tuple[int, int], tuple[int, int]] | None = None  # None: neither picture was padded
     pad_rgb: tuple[int, int, int] = (255, 255, 255)
+    memos: tuple[dict[str, Any], dict[str, Any]] = field(default_factory=lambda: ({}, {}), compare=False, repr=False)
+    tag: str = ""  # prefix of this canvas's names in the memos: a resized copy shares its original's memos
+
+    def derived(self, side: int, name: str, compute: Callable[[], T]) -> T:
+        """``compute()``, a value of picture ``side`` (0: ``a``, 1: ``b``) alone, computed once per picture."""
+        memo, key = self.memos[side], self.tag + name
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
+    def each(self, name: str, compute: Callable[[np.ndarray], T]) -> tuple[T, T]:
+        """``compute(pixels)`` of each picture, computed once per picture (see :meth:`derived`)."""
+        return (self.derived(0, name, partial(compute, self.a)), self.derived(1, name, partial(compute, self.b)))
 
     def resized(self, size: tuple[int, int]) -> Canvas:
         """The same pair at another pixel size (width, height); ``width``/``height`` stay the original's."""
-        a, b = (np.asarray(resize(Image.fromarray(arr), size)) for arr in (self.a, self.b))
-        return Canvas(a, b, self.width, self.height, self.sizes, self.pad_rgb)
+        name = f"resized{size[0]}x{size[1]}"
+        a, b = self.each(name, lambda arr: np.asarray(resize(Image.fromarray(arr), size)))
+        return Canvas(a, b, self.width, self.height, self.sizes, self.pad_rgb, self.memos, f"{self.tag}{name}/")
 
     def blanks(self) -> tuple[np.ndarray, np.ndarray]:
         """Each picture's blank page: its own size filled with its background colour, padded and
         scaled like the picture itself (so a picture that is blank equals its blank exactly)."""
-        sizes = self.sizes or ((self.width, self.height),) * 2
-        return tuple(self._blank(arr, own) for arr, own in zip((self.a, self.b), sizes, strict=True))
+        return self.blank(0), self.blank(1)
 
-    def _blank(self, arr: np.ndarray, own: tuple[int, int]) -> np.ndarray:
+    def blank(self, side: int) -> np.ndarray:
+        """Picture ``side``'s blank page (see :meth:`blanks`)."""
+        arr = (self.a, self.b)[side]
+        own = (self.sizes or ((self.width, self.height),) * 2)[side]
         colour = background_colour(arr, own, (self.width, self.height))
         if own == (self.width, self.height):  # nothing padded: scaling a plain colour keeps it
             return np.full_like(arr, colour)
@@ -66,11 +89,20 @@ class Canvas:
 def common_canvas(img_a: Image.Image, img_b: Image.Image, long_side: int,
                   pad_rgb: tuple[int, int, int] | list[int]) -> Canvas:
     """Pad both RGB pictures to their common size and scale it so its long side is ``long_side``."""
-    width, height = max(img_a.width, img_b.width), max(img_a.height, img_b.height)
+    return canvas_of((img_a.size, img_b.size), ({}, {}), (lambda: img_a, lambda: img_b), long_side, pad_rgb)
+
+
+def canvas_of(sizes: tuple[tuple[int, int], tuple[int, int]], memos: tuple[dict, dict],
+              pictures: tuple[Callable[[], Image.Image], Callable[[], Image.Image]], long_side: int,
+              pad_rgb: tuple[int, int, int] | list[int]) -> Canvas:
+    """:func:`common_canvas` of two pictures of ``sizes`` whose ``memos`` may hold their scaled pixels
+    already (a kept reference's, under "pixels"): ``pictures`` give the RGB pictures when they do not."""
+    width, height = max(sizes[0][0], sizes[1][0]), max(sizes[0][1], sizes[1][1])
     size = scaled_size(width, height, long_side)
-    return Canvas(_pad_and_scale(img_a, width, height, size, pad_rgb),
-                  _pad_and_scale(img_b, width, height, size, pad_rgb), width, height,
-                  (img_a.size, img_b.size), tuple(int(v) for v in pad_rgb))
+    for memo, picture in zip(memos, pictures, strict=True):
+        if "pixels" not in memo:
+            memo["pixels"] = _pad_and_scale(picture(), width, height, size, pad_rgb)
+    return Canvas(memos[0]["pixels"], memos[1]["pixels"], width, height, sizes, tuple(int(v) for v in pad_rgb), memos)
 
 
 def background_colour(arr: np.ndarray, own_size: tuple[int, int], canvas_size: tuple[int, int]) -> tuple[int, int, int]:
@@ -138,14 +170,22 @@ def canvas_similarity(canvas: Canvas, bins: int, min_content: float) -> float:
     ``min_content`` is the least content the two pictures count as having together: between (nearly)
     blank pictures, rendering noise is measured against it instead of against almost nothing.
     """
-    pictures = (canvas.a, canvas.b)
-    hists = [colour_histogram(arr, bins) for arr in pictures]
-    distance = _distance(*pictures, *hists)
+    hists = canvas.each(f"histogram{bins}", partial(colour_histogram, bins=bins))
+    distance = _distance(canvas.a, canvas.b, *hists)
     if distance <= 0.0:
         return 1.0
-    content = sum(_distance(arr, blank, hist, colour_histogram(blank, bins))
-                  for arr, blank, hist in zip(pictures, canvas.blanks(), hists, strict=True))
+    content = sum(content_distance(canvas, side, bins) for side in (0, 1))
     return min(1.0, max(0.0, 1.0 - distance / max(content, min_content)))
+
+
+def content_distance(canvas: Canvas, side: int, bins: int) -> float:
+    """How far picture ``side`` lies from its own blank page: its content (see the module docstring)."""
+    def compute() -> float:
+        arr, blank = (canvas.a, canvas.b)[side], canvas.blank(side)
+        hist = canvas.derived(side, f"histogram{bins}", partial(colour_histogram, arr, bins))
+        return _distance(arr, blank, hist, colour_histogram(blank, bins))
+
+    return canvas.derived(side, f"content{bins}", compute)
 
 
 def global_similarity(img_a: ImageLike, img_b: ImageLike, params: dict | None = None) -> float:

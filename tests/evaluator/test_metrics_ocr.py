@@ -270,7 +270,7 @@ def test_a_pictures_key_is_hashed_once_while_it_lives_and_forgotten_after(monkey
     changed = picture.copy()
     changed.putpixel((3, 3), (0, 0, 0))
     assert metrics.image_key(changed) != first
-    known = len(metrics._KEYS)
+    known = len(metrics._REMEMBERED)
     del picture, changed
     gc.collect()
-    assert len(metrics._KEYS) <= known - 2
+    assert len(metrics._REMEMBERED) <= known - 2
