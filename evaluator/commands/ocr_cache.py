@@ -63,8 +63,8 @@ def fill(data: Path, directory: Path, protocol: str = "iwr-det", task_keys: list
     deadline = time.monotonic() + time_limit if time_limit else None
     readings = OcrCache(directory=directory)
     read = readings.fill(images, params, workers or int(usable_cpus()), deadline)
-    _keep_pixel_changes(dataset, task_keys, protocol_params, directory, deadline)
-    if not chosen.requires_llm:  # the official judge scores checkpoints with its own models
+    if not chosen.requires_llm:  # the official judge scores assertions and checkpoints with its own models
+        _keep_pixel_changes(dataset, task_keys, protocol_params, directory, deadline)
         KeptReferences(directory).fill(images, params, readings, deadline)
     return read, len(images)
 

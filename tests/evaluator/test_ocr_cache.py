@@ -73,6 +73,17 @@ def test_a_fill_reads_every_checkpoint_a_job_may_score_once(tmp_path, tesseract_
     assert len(tesseract_runs) == 1  # never filled: no job compares against it
 
 
+def test_a_fill_for_the_official_protocol_keeps_only_the_readings(tmp_path, tesseract_runs):
+    """Under iwr-official the LLM judges assertions and its own models score checkpoints: the fill reads the
+    checkpoints and keeps neither the deterministic judge's pixel changes nor the visual metrics' reference side
+    (it failed on the official protocol's params before)."""
+    data = task_set(tmp_path / "set")
+    flagged = [k for k, action in enumerate(ACTIONS, 1) if action["visual_evaluation_flag"]]
+    assert fill(data, tmp_path / "cache", protocol="iwr-official") == (1 + len(flagged), 1 + len(flagged))
+    assert list((tmp_path / "cache").glob("pixels-*.json")) == []
+    assert not (tmp_path / "cache" / "reference-sides").exists()
+
+
 def test_a_fill_skips_a_picture_it_cannot_read_and_stops_at_its_deadline(tmp_path, tesseract_runs):
     """A damaged checkpoint costs only its own reading; past the deadline no new picture starts."""
     data = task_set(tmp_path / "set")
