@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -265,15 +266,20 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
 
+# A URL goes on while these follow: a stand-in for ``...?text=1`` must not rewrite ``...?text=10``.
+_URL_GOES_ON = r"(?![\w\-.~%?=&/#+])"
+
+
 def _point_at_stand_ins(text: str, stand_ins: dict[str, str]) -> str:
     """``text`` with each stand-in's URL pointed at ``/_npm/<package>/<path>``, whether the page writes
-    it with ``https:``, ``http:`` or protocol-relative (``//host/path``, the same file over either)."""
+    it with ``https:``, ``http:`` or protocol-relative (``//host/path``, the same file over either).
+    Only a whole URL is rewritten, never the start of a longer one."""
     for url, target in stand_ins.items():
         if "://" not in url:
             continue  # a file the package does not ship: the page's own path already reaches it
         rest = url.split("://", 1)[1]
-        for scheme in ("https:", "http:", ""):
-            text = text.replace(f"{scheme}//{rest}", STAND_IN_PREFIX + target)
+        written = re.compile(r"(?:https?:)?//" + re.escape(rest) + _URL_GOES_ON)
+        text = written.sub(lambda _match, target=target: STAND_IN_PREFIX + target, text)
     return text
 
 

@@ -249,6 +249,17 @@ def test_served_pages_load_their_cdn_library_from_the_pinned_npm_package(tmp_pat
             assert err.value.code == 404, refused
 
 
+def test_a_stand_in_rewrites_a_whole_url_never_the_start_of_a_longer_one():
+    """Placeholder pictures told apart by a query (``?text=1``, ``?text=10``, ``?text=1-350w``): each URL gets
+    its own stand-in or stays as written."""
+    stand_ins = {"http://img.example.com/350x300?text=1": "pics/one.jpg"}
+    page = ('<img src="http://img.example.com/350x300?text=1"><img src="//img.example.com/350x300?text=1">'
+            '<img src="http://img.example.com/350x300?text=10"><img data-lazy="http://img.example.com/350x300?text=1-350w">')
+    assert build._point_at_stand_ins(page, stand_ins) == (
+        '<img src="/_npm/pics/one.jpg"><img src="/_npm/pics/one.jpg">'
+        '<img src="http://img.example.com/350x300?text=10"><img data-lazy="http://img.example.com/350x300?text=1-350w">')
+
+
 def test_a_file_a_package_does_not_ship_is_served_from_its_stand_in(tmp_path):
     """A page that loads ``../bower_components/lib/lib.js``, which its npm package leaves out, gets the
     stand-in's file at that path; a file the package ships is its own, and an unnamed missing file is 404."""
