@@ -680,6 +680,36 @@ _DET13_TARGETING = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-14: iwr-det-13 plus two targeting settings found on the tuning half's carousel playground (slick-carousel's
+# demo page: nine carousels, each with its own arrows and dots, most with photos). Both of its reference pages failed
+# under iwr-det-13 at first contact (IFS 0.5 and 0.571), each at its first dot.
+_DET14_TARGETING = {
+    **_DET13_TARGETING,
+    "dot_nouns": (True, "'Click the seventh dot below the row of small photos': 'dot' was no role noun, so the "
+                        "target had no head, 'below ...' was read as words of its name and not as a relation, and "
+                        "no element says 'dot' (a pager's dots are buttons whose numbers are hidden, drawing a "
+                        "bullet): nothing scored above 0.35. A dot ending the target's noun phrase is its head (as "
+                        "a hue's dot was in iwr-det-4), and it names a pager dot: a small control drawing a bullet "
+                        "(•) or a small round painted mark, itself or a part of it, or one whose classes or label "
+                        "call it a dot, bullet or pager. 'The three dots' stays the menu glyph."),
+    "picture_anchors": (True, "'Click the right arrow next to the row of small photos' on a page of nine carousels "
+                              "with nine identical 'Next' arrows: the anchor was looked for as a row (li) saying "
+                              "'photos', which no element says, so the arrows tied and the first in the document, "
+                              "out of view, was clicked. A picture noun said of an anchor (photo, picture, image, "
+                              "thumbnail) finds the pictures, and a size word said of it keeps those of that size "
+                              "among the ones found (in view, with view_anchors): 'small' the smallest (up to "
+                              "twice the smallest area), 'big' or 'large' the largest (from half the largest), "
+                              "'smaller' and 'larger' all but the other extreme. Said of the anchor, the size word "
+                              "is no longer read as how the target looks. An image that failed to load shows no "
+                              "picture and is no such anchor."),
+    "twin_look_alikes": (True, "The same page: 'the seventh dot' picked the fourth, since each dot is a list item "
+                               "holding a button of the same box, both candidates, so every dot was counted twice. "
+                               "Look-alikes drawn in one box (edges within 2 px) are one thing on the screen: an "
+                               "ordinal counts them once and picks them together (iwr-det-13's inner_namesakes then "
+                               "puts the inner control first)."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
 # them off before it reads a given section over the default's settings (a section that names one keeps it).
@@ -895,7 +925,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET12_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-13": Protocol(
         name="iwr-det",
         version="13",
         description="iwr-det-12 with a row said to be 'of' something counted in that grid, 'colour box' read as "
@@ -903,6 +933,15 @@ PROTOCOLS: dict[str, Protocol] = {
                     "'the example code' read as a code block, and an element named by the control inside it "
                     "ranked below that control. No LLM, no model weights.",
         sections={"targeting": _DET13_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="14",
+        description="iwr-det-13 with a dot ending the target's noun phrase read as a pager's dot, a picture noun "
+                    "said of an anchor finding the pictures of the size its size word says, and look-alikes drawn "
+                    "in one box counted once. No LLM, no model weights.",
+        sections={"targeting": _DET14_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -324,6 +324,31 @@
     return [];
   }
 
+  // iwr-det-14 (dot_nouns): a pager's dot: a small control (48 px at most) that itself, or a part of it, draws a
+  // bullet character in its ::before / ::after, or is a small round painted mark (a circle of 3 to 24 px).
+  const BULLETS = /^["']?[•●○◦∙⚫⚪]["']?$/;
+  function roundMark(s, w, h) {
+    const side = (a) => parseFloat(s["border" + a + "Width"]) || 0;
+    const width = w + side("Left") + side("Right"), height = h + side("Top") + side("Bottom");
+    const painted = rgb(s.backgroundColor) || (side("Top") >= 1 && s.borderTopStyle !== "none" && rgb(s.borderTopColor));
+    const radius = parseFloat(s.borderTopLeftRadius) || 0;
+    return !!painted && width >= 3 && width <= 24 && Math.abs(width - height) <= 2 && radius >= 0.4 * width;
+  }
+  function showsDot(el, rect) {
+    if (rect.width > 48 || rect.height > 48) return false;
+    const parts = [el, ...Array.from(el.querySelectorAll("*")).slice(0, 6)];
+    for (const n of parts) {
+      const r = n.getBoundingClientRect();
+      if (n !== el && roundMark(getComputedStyle(n), r.width, r.height)) return true;
+      for (const pseudo of ["::before", "::after"]) {
+        const ps = getComputedStyle(n, pseudo);
+        if (!ps.content || ps.content === "none" || ps.display === "none") continue;
+        if (BULLETS.test(ps.content.trim()) || roundMark(ps, parseFloat(ps.width) || 0, parseFloat(ps.height) || 0)) return true;
+      }
+    }
+    return roundMark(getComputedStyle(el), rect.width, rect.height);
+  }
+
   // iwr-det-13 (swatch_nouns): "the colour box": an element that shows a colour sample, a small textless box (itself,
   // or a part of it, up to two levels down) painting an opaque background unlike the one behind it, or a colour input.
   function opaque(value) { return rgb(value) !== null; }
@@ -364,6 +389,7 @@
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
+    if (opts.dots && showsDot(el, rect)) extra.drawn = [...(extra.drawn || []), "dot"];
     if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
     if (opts.swatches) extra.swatch = showsSwatch(el, tag, fullText);
     return {
@@ -462,6 +488,8 @@
       const kind = [];  // iwr-det-13: elements of the kind in view, whatever they say ("below the example code")
       for (const el of matches.slice(0, 2000)) {
         if (found.length >= limit) break;
+        // iwr-det-14 (pictureAnchors): an image that failed to load shows no picture
+        if (opts.pictureAnchors && el.tagName === "IMG" && el.complete && !el.naturalWidth) continue;
         const r = shown(el);
         if (r && (!phrase.trim() || says(ownName(el)) || says(el.innerText || el.textContent))) found.push(r);
         else if (r && opts.viewAnchors && inView(r)) kind.push(r);

@@ -149,6 +149,11 @@ ANCHOR_NOUNS = {"table": "table", "list": "list", "form": "form", "heading": "he
                 "label": "label"}
 # iwr-det-13 (code_anchors): "below the example code": a documentation page's code block
 CODE_NOUNS = {"code": "code", "snippet": "code"}
+# iwr-det-14 (dot_nouns): "the seventh dot below the photos": a pager's dot; "the three dots" is a menu glyph
+DOT_NOUNS = frozenset("dot dots".split())
+# iwr-det-14 (picture_anchors): size words said of an anchor's pictures ("the row of small photos"), by what they keep
+ANCHOR_SIZES = {"small": "small", "little": "small", "tiny": "small", "smaller": "smaller",
+                "big": "big", "large": "big", "huge": "big", "bigger": "bigger", "larger": "bigger"}
 
 
 @dataclass
@@ -162,6 +167,8 @@ class Relation:
     named: list[str] = field(default_factory=list)  # its entries in Description.anchors
     # iwr-det-6: the anchor's own words as said ("the pink dot"), for an anchor found by its description
     phrase: str = ""
+    # iwr-det-14 (picture_anchors): size words said of the anchor's pictures ("small", "bigger")
+    sizes: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -169,7 +176,8 @@ class Relation:
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "quotes": self.quotes, "words": self.words, "role": self.role,
-                **({"phrase": self.phrase} if self.kind in SEQUENCE_KINDS else {})}
+                **({"phrase": self.phrase} if self.kind in SEQUENCE_KINDS else {}),
+                **({"sizes": self.sizes} if self.sizes else {})}
 
 
 @dataclass
@@ -269,16 +277,19 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         _shape_heads(tokens)
     if params is not None and params.edge_positions:
         desc.edge = _edges(tokens, looks=params.look_edges)
+    _dot_heads(tokens, _on(params, "dot_nouns"))
     kinds = _phases(tokens, between=params is not None and params.between_relation,
                     sequence=params is not None and params.sequence_relations)
     desc.swatch = _target_swatch(tokens)
-    _collect(tokens, desc)
+    _collect(tokens, desc, anchor_sizes=_on(params, "picture_anchors"))
+    _name_dot(tokens, desc, _on(params, "dot_nouns"))
     if params is not None and params.repeat_targets:
         desc.again = _repeats(tokens)
     if params is not None and params.colour_words:
         desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
                                if t.phase == "target" and t.kind == "appearance" and t.word in COLOUR_WORDS)
-    _collect_relations(tokens, kinds, desc, code=params is not None and params.code_anchors)
+    _collect_relations(tokens, kinds, desc, code=params is not None and params.code_anchors,
+                       pictures=_on(params, "picture_anchors"))
     if not desc.content and not desc.quotes:
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
         # button" names none (matching "button" to a "Buttons" link would mislead)
@@ -341,6 +352,32 @@ def _shape_heads(tokens: list[_Token]) -> None:
             j -= 1  # "the blue little dot"
         if j >= 0 and tokens[j].kind == "appearance" and tokens[j].word in COLOUR_WORDS:
             token.kind = "shape"
+
+
+def _on(params, name: str) -> bool:
+    """Whether ``params`` (TargetingParams, or None: iwr-det-2's reading) switches setting ``name`` on."""
+    return params is not None and bool(getattr(params, name))
+
+
+def _dot_heads(tokens: list[_Token], on: bool) -> None:
+    """iwr-det-14: "the seventh dot below the photos", "the first of the two dots": a dot ending its noun phrase (no
+    role, content or look word follows) is the target's head, like a role noun, with or without a hue; the relation
+    after it then places it. "The three dots" (a menu glyph) and "the dot button" stay as they were."""
+    for i, token in enumerate(tokens if on else []):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.word not in DOT_NOUNS or token.capital or token.kind not in ("content", "appearance", "shape"):
+            continue
+        if nxt is not None and nxt.kind in ("content", "role", "appearance", "quote"):
+            continue
+        if i > 0 and tokens[i - 1].word in ("three", "3"):
+            continue
+        token.kind = "shape"
+
+
+def _name_dot(tokens: list[_Token], desc: Description, on: bool) -> None:
+    """iwr-det-14: a target whose head is a dot names the pager dot glyph (evaluator.agents.glyphs.DOT_CONCEPT)."""
+    if on and any(t.kind == "shape" and t.word in DOT_NOUNS and t.phase == "target" for t in tokens):
+        desc.concepts = _dedupe([*desc.concepts, "dot"])
 
 
 def _swatch_nouns(tokens: list[_Token], on: bool) -> None:
@@ -585,8 +622,12 @@ def _is_next_to(token: _Token, nxt: _Token | None) -> bool:
     return token.word == "next" and nxt is not None and nxt.word == "to"
 
 
-def _collect(tokens: list[_Token], desc: Description) -> None:
+def _collect(tokens: list[_Token], desc: Description, anchor_sizes: bool = False) -> None:
+    """The target's cues from its tokens; with ``anchor_sizes`` (iwr-det-14) a size word said of an anchor ("next to
+    the small photos") is the anchor's, not how the target looks."""
     for token in tokens:
+        if anchor_sizes and token.phase == "anchor" and token.relation is not None and token.word in ANCHOR_SIZES:
+            continue
         if token.phase == "purpose":
             continue
         target = token.phase == "target"
@@ -610,11 +651,14 @@ def _collect(tokens: list[_Token], desc: Description) -> None:
     desc.labels = _label_phrases([t for t in tokens if t.phase == "target"])
 
 
-def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description, code: bool = False) -> None:
+def _collect_relations(tokens: list[_Token], kinds: list[str], desc: Description, code: bool = False,
+                       pictures: bool = False) -> None:
     """Each relation's anchor: its quotes, content words and role noun. A side without an anchor
     on the page ("to the left of the page") is a region again."""
     relations = [Relation(kind) for kind in kinds]
     _anchor_words(tokens, relations, {**ANCHOR_NOUNS, **CODE_NOUNS} if code else ANCHOR_NOUNS)
+    if pictures:
+        _picture_anchors(tokens, relations)
     for i, relation in enumerate(relations):
         if relation.kind == "between":  # its other side follows it ("and 'Pink'")
             mate = relations[i + 1] if i + 1 < len(relations) and relations[i + 1].kind == "between_and" else None
@@ -649,6 +693,19 @@ def _anchor_words(tokens: list[_Token], relations: list[Relation], nouns: dict[s
             relation.role = nouns[token.word]
         elif token.kind == "content":
             relation.words.append(token.word)
+
+
+def _picture_anchors(tokens: list[_Token], relations: list[Relation]) -> None:
+    """iwr-det-14: an anchor named by a picture noun without quotes ("the row of small photos", "the big photo") is
+    found among the pictures, whatever row or list holds them, and its size words ("small", "larger") are kept to
+    choose among the pictures found; the picture and size words are no text the anchor must say."""
+    for index, relation in enumerate(relations):
+        own = [t for t in tokens if t.relation == index and t.phase == "anchor"]
+        if relation.quotes or not any(t.word in PICTURE_WORDS and not t.capital for t in own):
+            continue
+        relation.role = "image"
+        relation.sizes = _dedupe(ANCHOR_SIZES[t.word] for t in own if t.word in ANCHOR_SIZES and not t.capital)
+        relation.words = [w for w in relation.words if w not in PICTURE_WORDS and w not in ANCHOR_SIZES]
 
 
 def _label_phrases(tokens: list[_Token]) -> list[list[str]]:

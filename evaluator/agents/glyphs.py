@@ -40,6 +40,9 @@ SHAPE_CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
     "more": ("⋮⋯", frozenset("ellipsis ellipsisv ellipsish kebab meatball meatballs".split())),
     "menu": ("", frozenset("menu toggler navtoggle offcanvas".split())),
 }
+# iwr-det-14 (dot_nouns): a pager's dot, named only by a description whose head is a dot (never from a character
+# the description shows, so no earlier protocol reads it): the bullet it draws, or the names its classes give it.
+DOT_CONCEPT = ("•●○◦∙⚫⚪", frozenset("dot dots bullet bullets pager pagination indicator indicators".split()))
 # iwr-det-6 (glyph_labels): a sort control's arrow is named by the order it sorts in (Font Awesome's
 # sort-desc is its down caret): these words name the arrow when read from a label or a data-* value.
 LABEL_CONCEPT_TOKENS = {"down": frozenset("desc descending".split()), "up": frozenset("asc ascending".split())}
@@ -119,9 +122,11 @@ def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tok
     if not (chars or concepts):
         return 0.0
     table, char_concept = (SHAPE_CONCEPTS, _SHAPE_CHAR_CONCEPT) if shapes else (CONCEPTS, _CHAR_CONCEPT)
+    if "dot" in concepts:
+        table = {**table, "dot": DOT_CONCEPT}
     own = "".join((cand.get("text") or "").split())
     if own and len(own) <= 3:
-        if any(ch in own for ch in chars):
+        if any(ch in own for ch in chars) or "dot" in concepts and any(ch in DOT_CONCEPT[0] for ch in own):
             return 1.0
         if any(char_concept.get(ch) in concepts for ch in own):
             return 1.0

@@ -172,6 +172,14 @@ class TargetingParams(_Section):
     code_anchors: bool = False
     # iwr-det-13: a candidate whose name is that of a candidate inside its box ranks just below that one
     inner_namesakes: bool = False
+    # iwr-det-14: "the seventh dot below the photos": a dot ending the target's noun phrase is its head, and it names a
+    # pager dot (a control drawing a bullet or a small round mark, or called a dot, bullet or pager in its classes)
+    dot_nouns: bool = False
+    # iwr-det-14: "next to the row of small photos", "under the big photo": a picture noun said of an anchor finds the
+    # pictures, and a size word said of it keeps the pictures of that size among those found
+    picture_anchors: bool = False
+    # iwr-det-14: look-alikes drawn in one box (a list item and the button filling it) count once for an ordinal
+    twin_look_alikes: bool = False
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,31 @@ def anchor_specs(desc: Description) -> list[dict]:
             for r in desc.relations]
 
 
+# iwr-det-14 (picture_anchors): of the pictures an anchor's picture noun finds, those its size word means. "small" keeps
+# the smallest ones (up to twice the smallest area), "big" the largest (from half the largest), and the comparatives
+# all but the other extreme ("the larger photos" beside a row of small ones need not be the largest on the page).
+SIZE_SPREAD = 2.0
+
+
+def sized_anchors(desc: Description, anchors: list | None) -> list | None:
+    """``anchors`` (one list of boxes per relation) with each picture anchor's boxes narrowed by its size words."""
+    if not anchors:
+        return anchors
+    return [_of_size(boxes, relation.sizes) if relation.sizes else boxes
+            for relation, boxes in zip(desc.relations, anchors, strict=False)] + list(anchors[len(desc.relations):])
+
+
+def _of_size(boxes: list[list[float]], sizes: list[str]) -> list[list[float]]:
+    areas = [b[2] * b[3] for b in boxes]
+    if len(boxes) < 2 or min(areas) <= 0:
+        return boxes
+    low, high = min(areas), max(areas)
+    keep = {"small": lambda a: a <= SIZE_SPREAD * low, "big": lambda a: a >= high / SIZE_SPREAD,
+            "smaller": lambda a: a < high / SIZE_SPREAD, "bigger": lambda a: a > SIZE_SPREAD * low}
+    kept = [b for b, a in zip(boxes, areas, strict=True) if all(keep[s](a) for s in sizes if s in keep)]
+    return kept or boxes
+
+
 def relation_score(kind: str, box: list[float], anchors: list[list[float]],
                    params: TargetingParams | None = None, own_label: bool = False) -> float | None:
     """How well ``box`` sits ``kind`` (left, right, above, below, near) of the nearest fitting

@@ -584,11 +584,33 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
     if not scored:
         return
     group = reading_order(_look_alikes(desc, scored, params, within=within))
+    if params.twin_look_alikes:
+        group = _one_per_box(group)
     n = desc.ordinal
     pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
     for s in scored:
-        ordinal = 1.0 if s is pick else 0.0
+        ordinal = 1.0 if s is pick or params.twin_look_alikes and pick is not None and _twins(s, pick) else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
+
+
+def _one_per_box(group: list[Scored]) -> list[Scored]:
+    """iwr-det-14 (twin_look_alikes): look-alikes drawn in one box (a pager's list item and the button filling it) are
+    one thing on the screen, counted once (the first in reading order stands for them)."""
+    out: list[Scored] = []
+    for s in group:
+        if not any(_twins(s, kept) for kept in out):
+            out.append(s)
+    return out
+
+
+def _twins(a: Scored, b: Scored) -> bool:
+    """One box within the other and of nearly its size (within 2 px each way): one element on the screen."""
+    (ax, ay, aw, ah), (bx, by, bw, bh) = a.cand["box"], b.cand["box"]
+    return all(abs(u - v) <= TWIN_PX for u, v in ((ax, bx), (ay, by), (ax + aw, bx + bw), (ay + ah, by + bh)))
+
+
+# iwr-det-14 (twin_look_alikes): how far apart two boxes' edges may lie for the boxes to be one on the screen
+TWIN_PX = 2.0
 
 
 def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dict, params: TargetingParams,

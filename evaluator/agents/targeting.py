@@ -18,7 +18,7 @@ from typing import Any
 
 from evaluator.agents.description import SEQUENCE_KINDS, Description, parse_description
 from evaluator.agents.params import TargetingParams
-from evaluator.agents.relations import anchor_specs
+from evaluator.agents.relations import anchor_specs, sized_anchors
 from evaluator.agents.scoring import Scored, score_candidates
 from evaluator.agents.words import quoted
 
@@ -126,9 +126,13 @@ def find_target(page, action, params=None) -> Target:
                                                "delegatedCells": p.delegated_cells,
                                                "swatches": p.swatch_nouns and desc.swatch,
                                                "viewAnchors": p.view_anchors,
+                                               "dots": p.dot_nouns and "dot" in desc.concepts,
+                                               "pictureAnchors": p.picture_anchors,
                                                "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
+    if p.picture_anchors:
+        data["anchors"] = sized_anchors(desc, data.get("anchors"))
     ranked = score_candidates(desc, data, p, focus_bonus=kind == "Type")
     choice, reason = _choose(ranked, action, kind, p)
     target = Target(candidates=len(ranked), description=desc.to_dict(), reason=reason)

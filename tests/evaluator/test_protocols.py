@@ -23,15 +23,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-11": "3409b8d65c38a0ea",
     "iwr-det-12": "6c1c725ff203ef64",
     "iwr-det-13": "abdc811aa2933c15",
+    "iwr-det-14": "3ab6e8d55cf9d419",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_13():
-    """The default protocol is iwr-det, version 13; versions 2 to 12 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_14():
+    """The default protocol is iwr-det, version 14; versions 2 to 13 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "13", "iwr-det-13")
-    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 13)] == [str(v) for v in range(2, 13)]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "14", "iwr-det-14")
+    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 14)] == [str(v) for v in range(2, 14)]
     assert not protocol.requires_llm
 
 
@@ -148,6 +149,9 @@ ADDED_SETTINGS = {
     # 'Result'', 'below the example code', "'more' under the palette")
     "13": {("targeting", "named_grid_rows"), ("targeting", "swatch_nouns"), ("targeting", "view_anchors"),
            ("targeting", "code_anchors"), ("targeting", "inner_namesakes")},
+    # the carousel playground ('the seventh dot below the row of small photos', 'the right arrow next to the big
+    # photo', a pager's list item and the button filling it)
+    "14": {("targeting", "dot_nouns"), ("targeting", "picture_anchors"), ("targeting", "twin_look_alikes")},
 }
 
 
@@ -229,8 +233,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-13 finds its protocol."""
-    assert get_protocol("iwr-det-13") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-14 finds its protocol."""
+    assert get_protocol("iwr-det-14") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-13") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-12") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-11") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-10") is not get_protocol("iwr-det")
@@ -245,8 +250,8 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, iwr-det-6, "
-             "iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
+    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-2, iwr-det-3, iwr-det-4, iwr-det-5, "
+             "iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")
 
