@@ -124,8 +124,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # (`python -m tests.evaluator.calibration.report --half held_out|tuning`, 2026-12-06 and 2026-12-07). All four are in
 # the held-out half, which is measured and never tuned on. Of the tuning half, mixitup-remove-cards passes since
 # iwr-det-6, the two hc-offcanvas tasks since iwr-det-7, the date picker's two tasks since iwr-det-12, the colour
-# picker's two since iwr-det-13 and the carousel playground's two since iwr-det-14. The self-test expects these to fail (strictly: a fix shows up as an unexpected
-# pass, and the entry must then be removed).
+# picker's two since iwr-det-13 and the carousel playground's two since iwr-det-14. The self-test expects these to
+# fail (strictly: a fix shows up as an unexpected pass, and the entry must then be removed).
 KNOWN_JUDGE_GAPS_ISSUE_14: dict[str, float] = {
     "mmenu-onepage-phone": 0.0,
     "mmenu-submenus": 0.0,
