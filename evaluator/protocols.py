@@ -815,9 +815,9 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-13 since the
-# calibration of 2026-12-07; see bench/README.md, "The colour picker's references pass: iwr-det-13"; each version
-# before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-14 since the
+# calibration of 2026-12-07; see bench/README.md, "A carousel playground joins the tuning half: iwr-det-14"; each
+# version before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an
 # earlier version is kept under its full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
