@@ -277,19 +277,19 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
         _shape_heads(tokens)
     if params is not None and params.edge_positions:
         desc.edge = _edges(tokens, looks=params.look_edges)
-    _dot_heads(tokens, _on(params, "dot_nouns"))
+    _dot_heads(tokens, params is not None and params.dot_nouns)
     kinds = _phases(tokens, between=params is not None and params.between_relation,
                     sequence=params is not None and params.sequence_relations)
     desc.swatch = _target_swatch(tokens)
-    _collect(tokens, desc, anchor_sizes=_on(params, "picture_anchors"))
-    _name_dot(tokens, desc, _on(params, "dot_nouns"))
+    _collect(tokens, desc, anchor_sizes=params is not None and params.picture_anchors)
+    _name_dot(tokens, desc, params is not None and params.dot_nouns)
     if params is not None and params.repeat_targets:
         desc.again = _repeats(tokens)
     if params is not None and params.colour_words:
         desc.colours = _dedupe(COLOUR_WORDS[t.word] for t in tokens
                                if t.phase == "target" and t.kind == "appearance" and t.word in COLOUR_WORDS)
     _collect_relations(tokens, kinds, desc, code=params is not None and params.code_anchors,
-                       pictures=_on(params, "picture_anchors"))
+                       pictures=params is not None and params.picture_anchors)
     if not desc.content and not desc.quotes:
         # "Click the logo": a role noun that names a thing is also its label; "the round toggle
         # button" names none (matching "button" to a "Buttons" link would mislead)
@@ -352,11 +352,6 @@ def _shape_heads(tokens: list[_Token]) -> None:
             j -= 1  # "the blue little dot"
         if j >= 0 and tokens[j].kind == "appearance" and tokens[j].word in COLOUR_WORDS:
             token.kind = "shape"
-
-
-def _on(params, name: str) -> bool:
-    """Whether ``params`` (TargetingParams, or None: iwr-det-2's reading) switches setting ``name`` on."""
-    return params is not None and bool(getattr(params, name))
 
 
 def _dot_heads(tokens: list[_Token], on: bool) -> None:

@@ -420,21 +420,18 @@ def block_score(ref_img: ImageLike, gen_img: ImageLike, ref_blocks: list[dict] |
     return compare_blocks(canvas, ref_b, gen_b, (ref.size, gen.size), settings)
 
 
-def pair_blocks(ref: Image.Image, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
-                settings: dict, cache: OcrCache | None) -> tuple[list[Block], list[Block]]:
+def pair_blocks(ref, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
+                settings: dict, cache: OcrCache | None, ref_lines=None) -> tuple[list[Block], list[Block]]:
     """Both sides' blocks from one source: OCR lines of each picture, or with ``block_source`` "dom"
-    the caller's blocks when given for both sides."""
-    if uses_dom_blocks(settings, ref_blocks, gen_blocks):
-        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
-    return blocks_from_image(ref, settings, cache), blocks_from_image(gen, settings, cache)
-
-
-def uses_dom_blocks(settings: dict, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None) -> bool:
-    """Whether :func:`pair_blocks` takes the caller's blocks (else OCR lines of both pictures)."""
+    the caller's blocks when given for both sides. ``ref`` is a picture, or anything with a ``size`` whose OCR
+    blocks ``ref_lines()`` gives (a kept reference, :mod:`evaluator.metrics.reference`)."""
     source = settings["block_source"]
     if source not in ("ocr", "dom"):
         raise MetricError(f"block_source must be 'ocr' or 'dom', got {source!r}")
-    return source == "dom" and ref_blocks is not None and gen_blocks is not None
+    if source == "dom" and ref_blocks is not None and gen_blocks is not None:
+        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
+    ref_side = ref_lines() if ref_lines is not None else blocks_from_image(ref, settings, cache)
+    return ref_side, blocks_from_image(gen, settings, cache)
 
 
 def compare_blocks(canvas: Canvas, ref: list[Block], gen: list[Block],

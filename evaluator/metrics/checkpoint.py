@@ -12,7 +12,7 @@ from __future__ import annotations
 from PIL import Image
 
 from evaluator.metrics import ImageLike, MetricError, load_image, visual_params
-from evaluator.metrics.blocks import blocks_from_image, compare_blocks, parse_blocks, uses_dom_blocks
+from evaluator.metrics.blocks import compare_blocks, pair_blocks
 from evaluator.metrics.ocr import OcrCache, OcrResult, ocr_similarity, ocr_text
 from evaluator.metrics.reference import Reference
 from evaluator.metrics.visual import canvas_of, canvas_similarity
@@ -44,7 +44,7 @@ def score_checkpoint(ref_png: ImageLike | Reference, gen_png: ImageLike, params:
     canvas = canvas_of((ref.size, gen.size), (memo, {}), (lambda: ref.image, lambda: gen),
                        int(settings["global_long_side"]), settings["pad_rgb"])
     glob = canvas_similarity(canvas, int(settings["histogram_bins"]), float(settings["global_min_content"]))
-    ref_b, gen_b = _blocks(ref, gen, ref_blocks, gen_blocks, settings, cache)
+    ref_b, gen_b = pair_blocks(ref, gen, ref_blocks, gen_blocks, settings, cache, lambda: ref.blocks(cache))
     blocks = compare_blocks(canvas, ref_b, gen_b, (ref.size, gen.size), settings)
     # textless_terms: with no text on either screenshot the OCR term compares nothing and drops out.
     textless = settings.get("textless_terms", False) and not any(text.strip() for text in texts)
@@ -84,11 +84,3 @@ def _reference(ref_png: ImageLike | Reference, settings: dict) -> Reference:
     if ref_png.settings != settings:
         raise MetricError("the reference was prepared under other visual settings than the checkpoint's")
     return ref_png
-
-
-def _blocks(ref: Reference, gen: Image.Image, ref_blocks: list[dict] | None, gen_blocks: list[dict] | None,
-            settings: dict, cache: OcrCache | None) -> tuple[list, list]:
-    """Both sides' blocks from one source, as :func:`evaluator.metrics.blocks.pair_blocks` chooses it."""
-    if uses_dom_blocks(settings, ref_blocks, gen_blocks):
-        return parse_blocks(ref_blocks, ref.size, "ref_blocks"), parse_blocks(gen_blocks, gen.size, "gen_blocks")
-    return ref.blocks(cache), blocks_from_image(gen, settings, cache)
