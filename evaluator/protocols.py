@@ -710,6 +710,25 @@ _DET14_TARGETING = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-15: iwr-det-14 plus a targeting setting found on the tuning half's form validation demos (Parsley's simple
+# form and multi-step form). Both of their reference pages failed under iwr-det-14 at first contact, each at its
+# first Type step (IFS 0.111 and 0.111): their fields are named by labels whose 'for' names no element.
+_DET15_TARGETING = {
+    **_DET14_TARGETING,
+    "caption_labels": (True, "'Type 'Ada Lovelace' into the 'Full Name' field': the page prints 'Full Name * :' in a "
+                             "label right above the field, but the label's 'for' names an id no element has (the field"
+                             " has only a name), so the field had no name at all and nothing scored above 0.38: the "
+                             "step was not done, and every step after it failed with it. A reader names a field by the"
+                             " words printed right before it. A form field with no name of its own (no associated "
+                             "label, aria-label, aria-labelledby, placeholder or title) is named by the nearest "
+                             "visible text before it in the document, when that text is short (60 characters at most) "
+                             "and sits just above the field (overlapping its columns, at most two field heights away) "
+                             "or just left of it on its row. For a checkbox or radio button that text replaces its "
+                             "block's text as its label (iwr-det-3's check_verbs): 'M: [ ] F: [ ]' names the second "
+                             "radio button 'F:', not both 'M: F:'."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
 # them off before it reads a given section over the default's settings (a section that names one keeps it).
@@ -942,6 +961,15 @@ PROTOCOLS: dict[str, Protocol] = {
                     "said of an anchor finding the pictures of the size its size word says, and look-alikes drawn "
                     "in one box counted once. No LLM, no model weights.",
         sections={"targeting": _DET14_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det-15": Protocol(
+        name="iwr-det",
+        version="15",
+        description="iwr-det-14 with a form field that no label names read by the short text printed right above "
+                    "it or left of it ('Full Name * :' over a field whose label points at no id). No LLM, no model "
+                    "weights.",
+        sections={"targeting": _DET15_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

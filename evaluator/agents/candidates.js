@@ -378,6 +378,35 @@
     return false;
   }
 
+  // iwr-det-15 (captions): a form field nothing names ("<label for=fullname>" beside an input that has a name
+  // but no id, or no label at all; no aria-label, placeholder or title either) is named to a reader by the words
+  // printed right before it: the nearest visible text before it in the document, when that text sits just above
+  // the field (overlapping its columns, at most two of its heights away) or just left of it on its row. Only
+  // short texts.
+  const CAPTION_FIELDS = /^(input|select|textarea)$/;
+  const CAPTION_MAX = 60;
+  function caption(el, tag, rect) {
+    if (!CAPTION_FIELDS.test(tag) || (el.labels && el.labels.length) || el.getAttribute("aria-label") ||
+        el.hasAttribute("aria-labelledby") || el.getAttribute("placeholder") || el.getAttribute("title")) return "";
+    if (tag === "input" && /^(button|submit|reset|image|hidden)$/i.test(el.type || "")) return "";
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    walker.currentNode = el;
+    for (let node = walker.previousNode(), seen = 0; node && seen < 8; node = walker.previousNode(), seen++) {
+      const text = node.data.replace(/\s+/g, " ").trim();
+      const parent = node.parentElement;
+      if (!text || !parent || SKIP_TAGS.has(parent.tagName.toLowerCase())) continue;
+      const r = shown(parent) && boxOf(node);
+      if (!r) continue;  // hidden text is printed nowhere
+      if (text.length > CAPTION_MAX) return "";
+      const above = r.bottom <= rect.top + 2 && rect.top - r.bottom <= 2 * Math.max(rect.height, 16) &&
+        r.left < rect.right && r.right > rect.left;
+      const left = r.right <= rect.left + 2 && rect.left - r.right <= 3 * Math.max(rect.height, 16) &&
+        r.top < rect.bottom && r.bottom > rect.top;
+      return above || left ? text : "";
+    }
+    return "";
+  }
+
   function describe(el, tag, style, rect, reasons, hit, clipped, order) {
     const labels = el.labels ? Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ") : "";
     const img = imageTexts(el, tag);
@@ -392,6 +421,7 @@
     if (opts.dots && showsDot(el, rect)) extra.drawn = [...(extra.drawn || []), "dot"];
     if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
     if (opts.swatches) extra.swatch = showsSwatch(el, tag, fullText);
+    if (opts.captions) extra.caption = caption(el, tag, rect);
     return {
       ...extra,
       order, tag, type,

@@ -180,6 +180,10 @@ class TargetingParams(_Section):
     picture_anchors: bool = False
     # iwr-det-14: look-alikes drawn in one box (a list item and the button filling it) count once for an ordinal
     twin_look_alikes: bool = False
+    # iwr-det-15: a form field nothing names (a label whose 'for' names no id; no placeholder or title) is named by
+    # the short text printed right before it, just above it or just left of it on its row ('Full Name * :' over
+    # the field, 'F:' before a radio button); for a checkbox or radio button that text, not its block, is its label
+    caption_labels: bool = False
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,10 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     read by its icon, less for a named element.
     """
     fields = name_fields(cand)
-    if params.check_verbs and _unlabelled_check(cand):
+    caption = cand.get("caption") if params.caption_labels else ""
+    if caption:
+        fields.append(caption)  # iwr-det-15: the words printed right before an unlabelled field name it
+    elif params.check_verbs and _unlabelled_check(cand):
         fields.append(cand["container"])  # the text beside a checkbox is its label to a reader
     best = 0.0
     for value in fields:
