@@ -12,7 +12,7 @@ from evaluator.agents.relations import between_score, relation_score
 from evaluator.agents.scoring import candidate_roles, score_candidates
 from evaluator.agents.targeting import Target, find_target
 from evaluator.agents.words import quoted, split_identifier
-from evaluator.protocols import get_protocol
+from evaluator.protocols import PROTOCOLS, get_protocol
 from tests.evaluator.pages import Act, open_page
 
 browser_test = pytest.mark.browser
@@ -96,7 +96,8 @@ def test_it_gives_generic_clickables_a_role_of_their_own():
 def test_params_cover_the_protocol_sections_exactly():
     """Every key of the newest iwr-det's targeting and assertion sections is a known parameter and vice
     versa; the defaults are iwr-det-2's values (so a stored iwr-det-2 score keeps its meaning)."""
-    params = get_protocol("iwr-det").params
+    newest = max((p for p in PROTOCOLS.values() if p.name == "iwr-det"), key=lambda p: int(p.version))
+    params = newest.params  # iwr-det-15 before it becomes the default
     assert set(params["targeting"]) == {f.name for f in dataclasses.fields(TargetingParams)}
     assert set(params["assertion"]) == {f.name for f in dataclasses.fields(AssertionParams)}
     assert TargetingParams.from_dict(get_protocol("iwr-det-2").params) == TargetingParams()
