@@ -710,9 +710,13 @@ _DET14_TARGETING = {
 }
 
 # ---------------------------------------------------------------------------
-# iwr-det-15: iwr-det-14 plus a targeting setting found on the tuning half's form validation demos (Parsley's simple
-# form and multi-step form). Both of their reference pages failed under iwr-det-14 at first contact, each at its
-# first Type step (IFS 0.111 and 0.111): their fields are named by labels whose 'for' names no element.
+# iwr-det-15: iwr-det-14 plus six targeting settings found on two new sites of the tuning half. Both reference pages
+# of each failed under iwr-det-14 at first contact.
+# - Parsley's form validation demos (a simple form and a multi-step form), each at its first Type step (IFS 0.111
+#   and 0.111): their fields are named by labels whose 'for' names no element.
+# - smartmenus' Bootstrap 4 navbar demo (IFS 0.5 and 0.125): dropdowns three levels deep on a desktop; on a phone
+#   a three-bars button unfolding the menu, each parent item with a '+' / '-' box that opens and folds its
+#   sub-level.
 _DET15_TARGETING = {
     **_DET14_TARGETING,
     "caption_labels": (True, "'Type 'Ada Lovelace' into the 'Full Name' field': the page prints 'Full Name * :' in a "
@@ -726,6 +730,36 @@ _DET15_TARGETING = {
                              "or just left of it on its row. For a checkbox or radio button that text replaces its "
                              "block's text as its label (iwr-det-3's check_verbs): 'M: [ ] F: [ ]' names the second "
                              "radio button 'F:', not both 'M: F:'."),
+    "generated_glyphs": (True, "'Tap the plus box next to the first 'Dropdown'' on a phone: the box is a span inside "
+                               "the 'Dropdown' link whose '+' (or '-' once open) is written by CSS (::before "
+                               "content), which no element's text, class or label says, so nothing showed a plus "
+                               "(best 0.15) and the step failed. A symbol CSS writes as the generated content of a "
+                               "control or of a textless part of it (one character, not inside a control of its "
+                               "own) is a glyph the control shows: the very character the description shows scores as "
+                               "its own text would, another of the glyph named as an icon's name does (a tab drawing "
+                               "a ◀ lost to the '«' button of a date picker only then); a lone '-' so written is a "
+                               "minus sign. Only read when the description names a glyph or icon."),
+    "glyph_boxes": (True, "The same step: 'box' was read as a text box, so every control but a field lost its role "
+                          "score. A box named by the glyph it shows ('the plus box', 'the minus box', 'the close "
+                          "box') is a control drawing that glyph (an icon); 'the search box' and 'the text box' "
+                          "stay text boxes."),
+    "heading_targets": (True, "'Click the big heading 'SmartMenus Bootstrap 4 Addon (Navbar)'' to close the open "
+                              "menus by clicking away: the heading listens to nothing, so it was no candidate, and "
+                              "the judge clicked the 'Fixed bottom' link (0.45), which left the page. A heading noun "
+                              "(heading, headline) is the target's role, and the page's headings (h1-h6) are "
+                              "candidates when the description names one and no control shows the words named "
+                              "(text score 0.9 read as iwr-det-14 reads the description): 'the last heading in "
+                              "the menu, 'Header 4'' stays the menu's link."),
+    "repeat_kinds": (True, "'Tap the three-bars button again' after a step that tapped the 'A sub menu' link: "
+                           "iwr-det-10's repeat_targets took the previous step's element, a link, whose words fit "
+                           "as well (a generic 'menu' in its classes), over the three-bars button. 'Again' repeats "
+                           "the previous action's element only when it is the kind of thing named as well as the "
+                           "best match by role is."),
+    "ordinals_past_placed": (True, "'Tap the second 'Dropdown', below 'Fixed bottom'': iwr-det-7's "
+                                   "placed_look_alikes counted only the 'Dropdown' the relation places, one, so "
+                                   "'second' picked nothing and the two 'Dropdown' links tied (the first won). An "
+                                   "ordinal past the look-alikes a relation places counts the page's look-alikes "
+                                   "instead; the relation then only says where the one meant is."),
 }
 
 # ---------------------------------------------------------------------------
@@ -967,8 +1001,10 @@ PROTOCOLS: dict[str, Protocol] = {
         name="iwr-det",
         version="15",
         description="iwr-det-14 with a form field that no label names read by the short text printed right above "
-                    "it or left of it ('Full Name * :' over a field whose label points at no id). No LLM, no model "
-                    "weights.",
+                    "it or left of it, a symbol written by CSS generated content read as a glyph the control shows, "
+                    "'the plus box' read as a control drawing a plus, 'the heading' read as the page's heading, "
+                    "'again' repeating only an element of the kind named, and an ordinal past the look-alikes a "
+                    "relation places counted among the page's. No LLM, no model weights.",
         sections={"targeting": _DET15_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),

@@ -85,6 +85,9 @@
         (el.textContent || "").trim().length <= DELEGATED_TEXT_MAX && delegatedBy(el)) {
       reasons.push("delegated-label");
     }
+    // iwr-det-15 (heading_targets): "click the big heading 'Welcome'" (to close an open menu by clicking away)
+    // names a heading, which is clicked although nothing on it listens.
+    if (opts.headings && !reasons.length && /^h[1-6]$/.test(tag)) reasons.push("heading");
     if (style.cursor === "pointer") {
       // cursor is inherited: only the outermost element of a pointer region counts
       const parent = el.parentElement;
@@ -324,6 +327,27 @@
     return [];
   }
 
+  // iwr-det-15 (generated_glyphs): a glyph written by CSS generated content: the control's or a textless part's
+  // ::before / ::after whose content is one symbol character (a collapsible menu's '+' / '-' toggle box).
+  const CONTROLS = "a, button, summary, label, select, [role], [tabindex]";
+  const ONE_SYMBOL = /^["']([^\p{L}\p{N}\s"'])["']$/u;
+  function generatedGlyphs(el) {
+    const out = [];
+    const parts = [el, ...Array.from(el.querySelectorAll("span, i, b, em, div, ins")).slice(0, 12)];
+    for (const n of parts) {
+      if (n !== el && clip(n.textContent)) continue;
+      const owner = n.parentElement && n.parentElement.closest(CONTROLS);  // a part of a control inside el is its
+      if (n !== el && owner && owner !== el && el.contains(owner)) continue;  // glyph, not el's (a list's toggles)
+      for (const pseudo of ["::before", "::after"]) {
+        const ps = getComputedStyle(n, pseudo);
+        if (!ps.content || ps.content === "none" || ps.display === "none" || ps.visibility === "hidden") continue;
+        const m = ONE_SYMBOL.exec(ps.content.trim());
+        if (m && !out.includes(m[1])) out.push(m[1]);
+      }
+    }
+    return out;
+  }
+
   // iwr-det-14 (dot_nouns): a pager's dot: a small control (48 px at most) that itself, or a part of it, draws a
   // bullet character in its ::before / ::after, or is a small round painted mark (a circle of 3 to 24 px).
   const BULLETS = /^["']?[•●○◦∙⚫⚪]["']?$/;
@@ -418,6 +442,7 @@
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
+    if (opts.generatedGlyphs) extra.generated = generatedGlyphs(el);
     if (opts.dots && showsDot(el, rect)) extra.drawn = [...(extra.drawn || []), "dot"];
     if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
     if (opts.swatches) extra.swatch = showsSwatch(el, tag, fullText);

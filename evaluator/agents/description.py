@@ -264,6 +264,7 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     if params is not None:
         _det6_words(tokens, params)
         _swatch_nouns(tokens, params.swatch_nouns)
+        _det15_words(tokens, params)
     ticks = False
     if params is not None and params.check_verbs:
         for t in tokens:
@@ -299,6 +300,38 @@ def parse_description(text: str | None, typed: str | None = None, params=None) -
     if params is not None and params.picture_nouns:
         desc.picture = any(w in PICTURE_WORDS for w in desc.role_words) and not desc.quotes
     return desc
+
+
+def _det15_words(tokens: list[_Token], params) -> None:
+    """iwr-det-15's readings of role nouns: a glyph's box (glyph_boxes), a heading (heading_targets)."""
+    if params.glyph_boxes:
+        _glyph_boxes(tokens)
+    if params.heading_targets:
+        _heading_nouns(tokens)
+
+
+# iwr-det-15 (glyph_boxes): words naming a glyph a small box can show ("the plus box", "the × box").
+GLYPH_BOX_WORDS = frozenset("plus minus cross close".split())
+
+
+def _glyph_boxes(tokens: list[_Token]) -> None:
+    """iwr-det-15: "the plus box next to 'Dropdown'": a box named by the glyph it shows is a control drawing that
+    glyph (an icon), not a text box; "the search box" or "the text box" stay text boxes."""
+    for before, token in zip(tokens, tokens[1:], strict=False):
+        if (token.kind == "role" and token.role == "textbox" and token.word in ("box", "boxes")
+                and before.kind == "content" and before.word in GLYPH_BOX_WORDS and not before.capital):
+            token.role = "icon"
+
+
+# iwr-det-15 (heading_targets): nouns naming a heading of the page.
+HEADING_WORDS = frozenset("heading headings headline headlines".split())
+
+
+def _heading_nouns(tokens: list[_Token]) -> None:
+    """iwr-det-15: "click the big heading 'SmartMenus'": a heading noun is the target's role, not a word of its name."""
+    for token in tokens:
+        if token.kind == "content" and token.word in HEADING_WORDS and not token.capital:
+            token.kind, token.role = "role", "heading"
 
 
 def _counts(tokens: list[_Token]) -> None:

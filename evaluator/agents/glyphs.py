@@ -43,6 +43,9 @@ SHAPE_CONCEPTS: dict[str, tuple[str, frozenset[str]]] = {
 # iwr-det-14 (dot_nouns): a pager's dot, named only by a description whose head is a dot (never from a character
 # the description shows, so no earlier protocol reads it): the bullet it draws, or the names its classes give it.
 DOT_CONCEPT = ("•●○◦∙⚫⚪", frozenset("dot dots bullet bullets pager pagination indicator indicators".split()))
+# iwr-det-15 (generated_glyphs): a lone hyphen written by CSS beside a '+' state is a minus sign, not a dash.
+GENERATED_CONCEPT = {"-": "minus", "+": "plus"}
+GENERATED_MATCH = 0.9
 # iwr-det-6 (glyph_labels): a sort control's arrow is named by the order it sorts in (Font Awesome's
 # sort-desc is its down caret): these words name the arrow when read from a label or a data-* value.
 LABEL_CONCEPT_TOKENS = {"down": frozenset("desc descending".split()), "up": frozenset("asc ascending".split())}
@@ -125,13 +128,21 @@ def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tok
     if "dot" in concepts:
         table = {**table, "dot": DOT_CONCEPT}
     own = "".join((cand.get("text") or "").split())
+    # iwr-det-15 (generated_glyphs): symbols CSS writes in the control: the very character the description shows
+    # scores like its own text, another of the glyph it names like an icon's name (a ◀ is no «, a button showing
+    # « is the better match)
+    generated = cand.get("generated") or []
+    if any(ch in chars for ch in generated):
+        return 1.0
+    written = GENERATED_MATCH if any(GENERATED_CONCEPT.get(ch, char_concept.get(ch)) in concepts
+                                     for ch in generated) else 0.0
     if own and len(own) <= 3:
         if any(ch in own for ch in chars) or "dot" in concepts and any(ch in DOT_CONCEPT[0] for ch in own):
             return 1.0
         if any(char_concept.get(ch) in concepts for ch in own):
             return 1.0
     if not concepts:
-        return 0.0
+        return written
     pool, compact = _glyph_names(cand, attribute_tokens)
     if labels:
         pool = pool | _label_names(cand)
@@ -140,7 +151,7 @@ def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tok
         wanted = table[concept][1] | (LABEL_CONCEPT_TOKENS.get(concept, frozenset()) if labels else frozenset())
         if wanted & pool or any(w in c for c in compact for w in wanted if len(w) > 5):
             best = max(best, GENERIC_MATCH if shapes and concept in GENERIC_CONCEPTS else 0.9)
-    return best
+    return max(best, written)
 
 
 def _label_names(cand: dict) -> set[str]:

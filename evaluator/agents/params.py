@@ -184,6 +184,21 @@ class TargetingParams(_Section):
     # the short text printed right before it, just above it or just left of it on its row ('Full Name * :' over
     # the field, 'F:' before a radio button); for a checkbox or radio button that text, not its block, is its label
     caption_labels: bool = False
+    # iwr-det-15: a symbol CSS writes as generated content (::before / ::after holding one character, a collapsible
+    # menu's '+' / '-' box) is a glyph the control shows, as a character of its own text would be
+    generated_glyphs: bool = False
+    # iwr-det-15: "the plus box", "the minus box": a box named by the glyph it shows is a control drawing that glyph,
+    # not a text box
+    glyph_boxes: bool = False
+    # iwr-det-15: "click the big heading 'Welcome'": a heading noun names the page's heading (h1-h6), a target although
+    # nothing on it listens (clicking away from an open menu)
+    heading_targets: bool = False
+    # iwr-det-15: "the three-bars button again" repeats the previous action's element only when that element is the
+    # kind of thing named as well as the best match by role is (not the link the previous step tapped)
+    repeat_kinds: bool = False
+    # iwr-det-15: "the second 'Dropdown', below 'Fixed bottom'": an ordinal past the look-alikes a relation places
+    # counts the page's look-alikes instead (the relation then only says where the one meant is)
+    ordinals_past_placed: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ score = w_text * text + w_attributes * attributes + w_role * role + w_position *
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -153,12 +154,16 @@ def candidate_roles(cand: dict) -> set[str]:
         roles.add("icon")
     if cand.get("drawn"):  # iwr-det-7 (drawn_glyphs): it draws an icon in CSS beside whatever it says
         roles.add("icon")
+    if cand.get("generated"):  # iwr-det-15 (generated_glyphs): CSS writes a symbol in it beside whatever it says
+        roles.add("icon")
     if not roles:
         roles.add("generic")
     # iwr-det-6 (header_nouns): a th is what "the column header" names. Added after the generic fallback, so
     # a th keeps the roles earlier versions gave it and no role score of theirs changes.
     if tag == "th":
         roles.add("columnheader")
+    if "heading" in cand.get("reasons", ()):  # iwr-det-15 (heading_targets): collected because a heading is named
+        roles.add("heading")
     return roles
 
 
@@ -406,7 +411,7 @@ def score_candidates(desc: Description, page: dict, params: TargetingParams, foc
         if focus_bonus and s.cand.get("focused") and not desc.has_text_cue:
             s.score += params.type_focus_bonus
     if params.repeat_targets and desc.again:
-        _apply_repeat(scored)
+        _apply_repeat(scored, kinds=params.repeat_kinds)
     for inside in containers:
         for s in scored:
             if id(s) not in inside:
@@ -499,7 +504,7 @@ def position_score(desc: Description, cand: dict, geometry: dict, params: Target
 def _draws_named_icon(desc: Description, cand: dict, params: TargetingParams) -> bool:
     """iwr-det-7 (own_label_icons): the description names an icon or glyph and the candidate shows one."""
     return (params.own_label_icons and bool(desc.glyphs or desc.concepts or "icon" in desc.roles)
-            and bool(cand.get("drawn") or cand.get("icons") or cand.get("images")))
+            and bool(cand.get("drawn") or cand.get("icons") or cand.get("images") or cand.get("generated")))
 
 
 def context_score(desc: Description, cand: dict, params: TargetingParams,
@@ -537,13 +542,15 @@ def _combine(parts: dict, params: TargetingParams) -> float:
 REPEAT_BONUS = 0.25
 
 
-def _apply_repeat(scored: list[Scored]) -> None:
+def _apply_repeat(scored: list[Scored], kinds: bool = False) -> None:
     """"Tap the same menu icon again, now pushed to the right of the panel": the element the previous
     action used, still shown, is the target when the description's words and role fit it as well as
     they fit the best match ("click the menu icon again" after a link in that menu is no repeat)."""
     previous = next((s for s in scored if s.cand.get("previous")), None)
     if previous is None or previous.parts["role"] < 0.7:
         return
+    if kinds and previous.parts["role"] < max(s.parts["role"] for s in scored):
+        return  # iwr-det-15 (repeat_kinds): "the three-bars button again" after a link: an earlier button is meant
     if previous.parts["text"] < max(s.parts["text"] for s in scored) - 0.05:
         return
     previous.score += REPEAT_BONUS
@@ -591,6 +598,14 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
         group = _one_per_box(group)
     n = desc.ordinal
     pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
+    if pick is None and params.placed_look_alikes and params.ordinals_past_placed:
+        # iwr-det-15: "the second 'Dropdown', below 'Fixed bottom'": the relation places one 'Dropdown', so "second"
+        # counts the page's look-alikes and the relation only says where that one is
+        group = reading_order(_look_alikes(desc, scored, dataclasses.replace(params, placed_look_alikes=False),
+                                           within=within))
+        if params.twin_look_alikes:
+            group = _one_per_box(group)
+        pick = group[n - 1] if 0 < n <= len(group) else None
     for s in scored:
         ordinal = 1.0 if s is pick or params.twin_look_alikes and pick is not None and _twins(s, pick) else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2

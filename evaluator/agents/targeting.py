@@ -11,6 +11,7 @@ scripts run): it remembers which elements got click-like listeners through
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -109,6 +110,10 @@ def typed_text(action) -> str | None:
     return quotes[0] if quotes else None
 
 
+# iwr-det-15 (heading_targets): a control whose words match the description this well is meant before any heading
+NAMED_TEXT = 0.9
+
+
 def find_target(page, action, params=None) -> Target:
     """Choose the element ``action`` describes on ``page`` (Click and Type; others need none)."""
     p = TargetingParams.from_dict(params)
@@ -116,11 +121,24 @@ def find_target(page, action, params=None) -> Target:
     if kind not in ("Click", "Type"):
         return Target(reason=f"{kind} needs no target")
     desc = _description_for(action, kind, p)
+    if p.heading_targets and "heading" in desc.roles:
+        # "the last heading in the menu, 'Header 4'" is the menu's link: a heading, which listens to nothing, is
+        # the target only when no control shows the words named (read as iwr-det-14 reads them)
+        plain = dataclasses.replace(p, heading_targets=False)
+        target = _find(page, kind, _description_for(action, kind, plain), action, plain)
+        if target.found and target.chosen["parts"]["text"] >= NAMED_TEXT:
+            return target
+    return _find(page, kind, desc, action, p)
+
+
+def _find(page, kind: str, desc: Description, action, p: TargetingParams) -> Target:
     try:
         data = page.evaluate(candidates_js(), {"editableOnly": kind == "Type", "maxCandidates": p.max_candidates,
                                                "anchors": anchor_specs(desc), "attributeLabels": p.attribute_labels,
                                                "pictures": p.picture_nouns, "shownValues": p.check_verbs,
                                                "drawnGlyphs": p.drawn_glyphs and _names_icon(desc),
+                                               "generatedGlyphs": p.generated_glyphs and _names_icon(desc),
+                                               "headings": p.heading_targets and "heading" in desc.roles,
                                                "repeat": p.repeat_targets and desc.again,
                                                "childFill": p.child_fill_colours,
                                                "delegatedCells": p.delegated_cells,

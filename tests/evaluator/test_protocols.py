@@ -24,7 +24,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-12": "6c1c725ff203ef64",
     "iwr-det-13": "abdc811aa2933c15",
     "iwr-det-14": "3ab6e8d55cf9d419",
-    "iwr-det-15": "d5acf57f0d6a7473",
+    "iwr-det-15": "e98493b6fca28c9c",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -154,8 +154,10 @@ ADDED_SETTINGS = {
     # photo', a pager's list item and the button filling it)
     "14": {("targeting", "dot_nouns"), ("targeting", "picture_anchors"), ("targeting", "twin_look_alikes")},
     # the form validation demos ('Type ... into the 'Full Name' field' under a label whose 'for' names no id, 'the 'F'
-    # radio button' after 'M: ( ) F:')
-    "15": {("targeting", "caption_labels")},
+    # radio button' after 'M: ( ) F:') and a responsive navigation bar ('the plus box next to the first 'Dropdown'',
+    # 'the big heading', 'the three-bars button again', "the second 'Dropdown', below 'Fixed bottom'")
+    "15": {("targeting", "caption_labels"), ("targeting", "generated_glyphs"), ("targeting", "glyph_boxes"),
+           ("targeting", "heading_targets"), ("targeting", "repeat_kinds"), ("targeting", "ordinals_past_placed")},
 }
 
 
