@@ -868,10 +868,11 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-14 since the
-# calibration of 2026-12-07; see bench/README.md, "A carousel playground joins the tuning half: iwr-det-14"; each
-# version before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an
-# earlier version is kept under its full name so that its stored scores can still be read and reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-15 since the
+# calibration of 2026-12-07; see bench/README.md, "A form validation demo and a navigation bar join the tuning half:
+# iwr-det-15"; each version before it replaced its predecessor the same way: nothing lower on either half, the tuning
+# half higher); an earlier version is kept under its full name so that its stored scores can still be read and
+# reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -988,7 +989,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET13_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-14": Protocol(
         name="iwr-det",
         version="14",
         description="iwr-det-13 with a dot ending the target's noun phrase read as a pager's dot, a picture noun "
@@ -997,7 +998,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET14_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det-15": Protocol(
+    "iwr-det": Protocol(
         name="iwr-det",
         version="15",
         description="iwr-det-14 with a form field that no label names read by the short text printed right above "

@@ -29,11 +29,11 @@ PINNED_FINGERPRINTS = {
 }
 
 
-def test_it_defaults_to_iwr_det_14():
-    """The default protocol is iwr-det, version 14; versions 2 to 13 stay registered under their full names."""
+def test_it_defaults_to_iwr_det_15():
+    """The default protocol is iwr-det, version 15; versions 2 to 14 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "14", "iwr-det-14")
-    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 14)] == [str(v) for v in range(2, 14)]
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "15", "iwr-det-15")
+    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 15)] == [str(v) for v in range(2, 15)]
     assert not protocol.requires_llm
 
 
@@ -169,7 +169,7 @@ def test_each_version_keeps_the_one_before_and_adds_named_fixes(version):
 
     old, new = get_protocol(f"iwr-det-{int(version) - 1}"), get_protocol(f"iwr-det-{version}")
     assert (new.name, new.version) == ("iwr-det", version)
-    assert (get_protocol() is new) == (version == get_protocol().version)  # iwr-det-15 is not the default yet
+    assert (get_protocol() is new) == (version == get_protocol().version)
     for section, values in old.params.items():
         assert {k: new.params[section][k] for k in values} == values, section
     added = {(s, k) for s, values in new.params.items() for k in values if k not in old.params[s]}
@@ -239,8 +239,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-14 finds its protocol."""
-    assert get_protocol("iwr-det-14") is get_protocol("iwr-det")
+    """A stored full name such as iwr-det-15 finds its protocol."""
+    assert get_protocol("iwr-det-15") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-14") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-13") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-12") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-11") is not get_protocol("iwr-det")
@@ -256,7 +257,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-15, iwr-det-2, iwr-det-3, iwr-det-4, "
+    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-14, iwr-det-2, iwr-det-3, iwr-det-4, "
              "iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):
         get_protocol("iwr-llm")

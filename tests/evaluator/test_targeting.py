@@ -97,7 +97,7 @@ def test_params_cover_the_protocol_sections_exactly():
     """Every key of the newest iwr-det's targeting and assertion sections is a known parameter and vice
     versa; the defaults are iwr-det-2's values (so a stored iwr-det-2 score keeps its meaning)."""
     newest = max((p for p in PROTOCOLS.values() if p.name == "iwr-det"), key=lambda p: int(p.version))
-    params = newest.params  # iwr-det-15 before it becomes the default
+    params = newest.params  # the newest version, whether or not it is the default yet
     assert set(params["targeting"]) == {f.name for f in dataclasses.fields(TargetingParams)}
     assert set(params["assertion"]) == {f.name for f in dataclasses.fields(AssertionParams)}
     assert TargetingParams.from_dict(get_protocol("iwr-det-2").params) == TargetingParams()
