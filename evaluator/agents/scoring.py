@@ -593,22 +593,21 @@ def _apply_ordinal(desc: Description, scored: list[Scored], params: TargetingPar
     """"the second Add button": the n-th, in reading order, of the candidates that match best otherwise."""
     if not scored:
         return
-    group = reading_order(_look_alikes(desc, scored, params, within=within))
-    if params.twin_look_alikes:
-        group = _one_per_box(group)
-    n = desc.ordinal
-    pick = group[n - 1] if 0 < n <= len(group) else (group[-1] if n == -1 and group else None)
-    if pick is None and params.placed_look_alikes and params.ordinals_past_placed:
+    pick = _nth(_ordered_look_alikes(desc, scored, params, within), desc.ordinal)
+    if pick is None and desc.ordinal > 0 and params.placed_look_alikes and params.ordinals_past_placed:
         # iwr-det-15: "the second 'Dropdown', below 'Fixed bottom'": the relation places one 'Dropdown', so "second"
         # counts the page's look-alikes and the relation only says where that one is
-        group = reading_order(_look_alikes(desc, scored, dataclasses.replace(params, placed_look_alikes=False),
-                                           within=within))
-        if params.twin_look_alikes:
-            group = _one_per_box(group)
-        pick = group[n - 1] if 0 < n <= len(group) else None
+        unplaced = dataclasses.replace(params, placed_look_alikes=False)
+        pick = _nth(_ordered_look_alikes(desc, scored, unplaced, within), desc.ordinal)
     for s in scored:
         ordinal = 1.0 if s is pick or params.twin_look_alikes and pick is not None and _twins(s, pick) else 0.0
         s.parts["position"] = ordinal if not desc.regions else (ordinal + s.parts["position"]) / 2
+
+
+def _ordered_look_alikes(desc: Description, scored: list[Scored], params: TargetingParams, within) -> list[Scored]:
+    """The look-alikes an ordinal counts, in reading order, each box once under ``twin_look_alikes``."""
+    group = reading_order(_look_alikes(desc, scored, params, within=within))
+    return _one_per_box(group) if params.twin_look_alikes else group
 
 
 def _one_per_box(group: list[Scored]) -> list[Scored]:
