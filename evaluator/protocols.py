@@ -763,6 +763,21 @@ _DET15_TARGETING = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-16: iwr-det-15 plus one targeting setting found on the tuning half's navigation bar: its phone copy whose
+# '-' box no longer folds the menu passed the step 'Tap the minus box' as the reference does.
+_DET16_TARGETING = {
+    **_DET15_TARGETING,
+    "glyph_points": (True, "'Tap the minus box next to the first 'Dropdown'' on a phone: the box is a span inside the "
+                           "'Dropdown' link, drawing its '-' in CSS, and the judge clicked the middle of the link, "
+                           "so a copy whose box had stopped folding the menu (its link still did) passed the step "
+                           "the way the reference does. A person taps the box they name. A control found by a "
+                           "glyph that a textless part of it draws (iwr-det-15's generated_glyphs) is clicked at "
+                           "that part's centre, the first part drawing the glyph the description shows or names; "
+                           "a control whose own box draws it, or named by its words, is clicked at its middle as "
+                           "before."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
 # them off before it reads a given section over the default's settings (a section that names one keeps it).
@@ -868,11 +883,10 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-15 since the
-# calibration of 2026-12-07; see bench/README.md, "A form validation demo and a navigation bar join the tuning half:
-# iwr-det-15"; each version before it replaced its predecessor the same way: nothing lower on either half, the tuning
-# half higher); an earlier version is kept under its full name so that its stored scores can still be read and
-# reproduced.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-16 since the
+# calibration of 2026-12-07; see bench/README.md, "A glyph box clicked where a person taps: iwr-det-16"; each version
+# before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an earlier
+# version is kept under its full name so that its stored scores can still be read and reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -998,7 +1012,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET14_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-15": Protocol(
         name="iwr-det",
         version="15",
         description="iwr-det-14 with a form field that no label names read by the short text printed right above "
@@ -1007,6 +1021,14 @@ PROTOCOLS: dict[str, Protocol] = {
                     "'again' repeating only an element of the kind named, and an ordinal past the look-alikes a "
                     "relation places counted among the page's. No LLM, no model weights.",
         sections={"targeting": _DET15_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    "iwr-det": Protocol(
+        name="iwr-det",
+        version="16",
+        description="iwr-det-15 with a control found by a glyph that a part of it draws clicked on that part. No "
+                    "LLM, no model weights.",
+        sections={"targeting": _DET16_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -82,7 +82,11 @@ def _click(page, action, target, p: TargetingParams) -> tuple[bool, str]:
     if handle is None:
         return False, getattr(target, "reason", "") or "no element found for the description"
     try:
-        handle.click(timeout=p.click_timeout_ms)
+        point = getattr(target, "point", None)  # iwr-det-16 (glyph_points): on the part drawing the glyph named
+        if point is None:
+            handle.click(timeout=p.click_timeout_ms)
+        else:
+            handle.click(timeout=p.click_timeout_ms, position={"x": point[0], "y": point[1]})
     except Exception as exc:
         return False, f"click failed: {_click_problem(exc)}"
     return True, "clicked"

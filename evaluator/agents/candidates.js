@@ -331,7 +331,9 @@
   // ::before / ::after whose content is one symbol character (a collapsible menu's '+' / '-' toggle box).
   const CONTROLS = "a, button, summary, label, select, [role], [tabindex]";
   const ONE_SYMBOL = /^["']([^\p{L}\p{N}\s"'])["']$/u;
-  function generatedGlyphs(el) {
+  // iwr-det-16 (glyph_points): with `points`, where each glyph a textless part draws sits, as [glyph, x, y]: the part's
+  // centre from the top-left corner of el's padding box (where a click's position is measured from).
+  function generatedGlyphs(el, points) {
     const out = [];
     const parts = [el, ...Array.from(el.querySelectorAll("span, i, b, em, div, ins")).slice(0, 12)];
     for (const n of parts) {
@@ -342,7 +344,14 @@
         const ps = getComputedStyle(n, pseudo);
         if (!ps.content || ps.content === "none" || ps.display === "none" || ps.visibility === "hidden") continue;
         const m = ONE_SYMBOL.exec(ps.content.trim());
-        if (m && !out.includes(m[1])) out.push(m[1]);
+        if (!m) continue;
+        if (!out.includes(m[1])) out.push(m[1]);
+        if (points && n !== el) {
+          const r = n.getBoundingClientRect(), box = el.getBoundingClientRect();
+          if (r.width >= 1 && r.height >= 1) {
+            points.push([m[1], r.left + r.width / 2 - box.left - el.clientLeft, r.top + r.height / 2 - box.top - el.clientTop]);
+          }
+        }
       }
     }
     return out;
@@ -442,7 +451,11 @@
     if (opts.pictures) extra.bg_image = backgroundImage(el, style);
     if (opts.colours) extra.colours = paintedColours(el, style, rect, fullText);
     if (opts.drawnGlyphs) extra.drawn = drawnGlyphs(el);
-    if (opts.generatedGlyphs) extra.generated = generatedGlyphs(el);
+    if (opts.generatedGlyphs) {
+      const points = opts.glyphPoints ? [] : null;
+      extra.generated = generatedGlyphs(el, points);
+      if (points && points.length) extra.glyph_points = points;
+    }
     if (opts.dots && showsDot(el, rect)) extra.drawn = [...(extra.drawn || []), "dot"];
     if (opts.repeat) extra.previous = el === window.__iwrPreviousTarget;  // the element the last action used
     if (opts.swatches) extra.swatch = showsSwatch(el, tag, fullText);

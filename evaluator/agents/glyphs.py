@@ -154,6 +154,17 @@ def glyph_score(chars: list[str], concepts: list[str], cand: dict, attribute_tok
     return max(best, written)
 
 
+def glyph_point(chars: list[str], concepts: list[str], points: list | None) -> tuple[float, float] | None:
+    """iwr-det-16 (glyph_points): where the part drawing the glyph the description shows or names sits in the
+    control (``points``: [glyph, x, y] from the candidate collector), the first such part; None when no part
+    draws it."""
+    for ch, x, y in points or ():
+        named = GENERATED_CONCEPT.get(ch) or _CHAR_CONCEPT.get(ch) or _SHAPE_CHAR_CONCEPT.get(ch)
+        if ch in chars or named in concepts:
+            return float(x), float(y)
+    return None
+
+
 def _label_names(cand: dict) -> set[str]:
     """Tokens of the candidate's short own label and of its data-* values ("default:desc")."""
     names: set[str] = set()

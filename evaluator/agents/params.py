@@ -199,6 +199,9 @@ class TargetingParams(_Section):
     # iwr-det-15: "the second 'Dropdown', below 'Fixed bottom'": an ordinal past the look-alikes a relation places
     # counts the page's look-alikes instead (the relation then only says where the one meant is)
     ordinals_past_placed: bool = False
+    # iwr-det-16: "tap the minus box next to 'Dropdown'": a control named by a glyph that a part of it draws (CSS
+    # generated content in a textless span) is clicked on that part, where a person taps, not at its middle
+    glyph_points: bool = False
 
 
 @dataclass(frozen=True)

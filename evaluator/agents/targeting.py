@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.agents.description import SEQUENCE_KINDS, Description, parse_description
+from evaluator.agents.glyphs import glyph_point
 from evaluator.agents.params import TargetingParams
 from evaluator.agents.relations import anchor_specs, sized_anchors
 from evaluator.agents.scoring import Scored, score_candidates
@@ -89,6 +90,8 @@ class Target:
     reason: str = ""
     candidates: int = 0
     description: dict = field(default_factory=dict)
+    # iwr-det-16 (glyph_points): where to click, from the top-left corner of the element's padding box (None: middle)
+    point: tuple[float, float] | None = None
 
     @property
     def found(self) -> bool:
@@ -96,9 +99,12 @@ class Target:
 
     def to_dict(self) -> dict:
         """JSON-safe record for the step's evidence (everything except the handle)."""
-        return {"found": self.found, "chosen": self.chosen, "runner_up": self.runner_up,
-                "ambiguous": self.ambiguous, "reason": self.reason, "candidates": self.candidates,
-                "description": self.description}
+        record = {"found": self.found, "chosen": self.chosen, "runner_up": self.runner_up,
+                  "ambiguous": self.ambiguous, "reason": self.reason, "candidates": self.candidates,
+                  "description": self.description}
+        if self.point is not None:
+            record["point"] = [round(self.point[0], 1), round(self.point[1], 1)]
+        return record
 
 
 def typed_text(action) -> str | None:
@@ -138,6 +144,7 @@ def _find(page, kind: str, desc: Description, action, p: TargetingParams) -> Tar
                                                "pictures": p.picture_nouns, "shownValues": p.check_verbs,
                                                "drawnGlyphs": p.drawn_glyphs and _names_icon(desc),
                                                "generatedGlyphs": p.generated_glyphs and _names_icon(desc),
+                                               "glyphPoints": p.glyph_points and kind == "Click",
                                                "headings": p.heading_targets and "heading" in desc.roles,
                                                "repeat": p.repeat_targets and desc.again,
                                                "childFill": p.child_fill_colours,
@@ -165,6 +172,8 @@ def _find(page, kind: str, desc: Description, action, p: TargetingParams) -> Tar
     target.handle = _handle(page, choice.index, p.repeat_targets)
     if target.handle is None:
         target.reason = "the chosen element left the page before it could be used"
+    elif p.glyph_points:
+        target.point = glyph_point(desc.glyphs, desc.concepts, choice.cand.get("glyph_points"))
     return target
 
 

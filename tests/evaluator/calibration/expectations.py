@@ -119,7 +119,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 }
 
 # Known judge gaps (issue 14): tasks of the broad sample whose own reference page today's judge (the default
-# protocol, iwr-det-15; iwr-det-5 to iwr-det-14 the same on all four, but owl-center-phone, whose reference passes one
+# protocol, iwr-det-16; iwr-det-5 to iwr-det-15 the same on all four, but owl-center-phone, whose reference passes one
 # more step since iwr-det-9) does not pass in full, with the IFS it measured
 # (`python -m tests.evaluator.calibration.report --half held_out|tuning`, 2026-12-06 and 2026-12-07). All four are in
 # the held-out half, which is measured and never tuned on. Of the tuning half, mixitup-remove-cards passes since
