@@ -30,7 +30,8 @@ def about(request):
               for split in (Split.TEST, Split.DEV)]
     return render(request, "leaderboard/about.html",
                   {"quotas": quotas, "max_bundle_mb": settings.SUBMISSION_MAX_BUNDLE_MB, "official": _official(),
-                   "validation": judge_validation(), "default_protocol": _default_protocol()})
+                   "validation": judge_validation(), "default_protocol": _default_protocol(),
+                   "det_versions": det_versions()})
 
 
 def _default_protocol() -> dict:
@@ -39,6 +40,19 @@ def _default_protocol() -> dict:
 
     protocol = get_protocol()
     return {"name": protocol.name, "version": protocol.version, "full_name": protocol.full_name}
+
+
+@functools.cache
+def det_versions() -> list[dict]:
+    """Every registered version of the default protocol's family, newest first: what it changed (its description),
+    its parameter fingerprint (what a stored score's protocol stands for) and whether a bare name means it."""
+    from evaluator.protocols import PROTOCOLS, get_protocol
+
+    default = get_protocol()
+    family = {p.full_name: p for p in PROTOCOLS.values() if p.name == default.name}
+    return [{"full_name": p.full_name, "description": p.description, "fingerprint": p.fingerprint(),
+             "default": p is default}
+            for p in sorted(family.values(), key=lambda p: int(p.version), reverse=True)]
 
 
 VALIDATION_FILE = Path(__file__).resolve().parents[1] / "data" / "judge_validation.json"

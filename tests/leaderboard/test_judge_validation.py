@@ -51,3 +51,21 @@ def test_the_protocol_table_names_the_version_a_bare_name_means(client):
     page = client.get("/about/").content.decode()
     assert f"default: version {get_protocol().version}</span>" in page
     assert f"<code>{get_protocol().full_name}</code>" in page
+
+
+def test_the_about_page_lists_every_version_of_the_default_protocol_newest_first(client):
+    """Each iwr-det version this site can score under, with what it judges and its parameter fingerprint; the one a
+    bare name means is marked, and versions run from the newest down."""
+    from evaluator.protocols import PROTOCOLS, get_protocol
+
+    page = client.get("/about/").content.decode()
+    table = page.split('id="det-versions"')[1].split("</details>")[0]
+    family = sorted((p for p in PROTOCOLS.values() if p.name == "iwr-det"), key=lambda p: int(p.version))
+    assert len(family) >= 15
+    at = [table.index(f"<code>{p.full_name}</code>") for p in family]
+    assert at == sorted(at, reverse=True)  # newest first
+    for protocol in family:
+        row = table.split(f"<code>{protocol.full_name}</code>")[1].split("</tr>")[0]
+        assert f"<code>{protocol.fingerprint()}</code>" in row
+        assert ("the default" in row) == (protocol is get_protocol())
+    assert table.count("the default") == 1 and "iwr-official" not in table
