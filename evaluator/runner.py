@@ -17,6 +17,7 @@ rest of the run goes on. Missing pages score 0 with error "missing".
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import multiprocessing
@@ -38,6 +39,14 @@ STARTUP_GRACE_S = 60.0  # a worker's start (imports + Chromium launch) must fit 
 VIDEO_DRAIN_S = 120.0  # a stopping worker finishes its last video conversions within this
 MAX_FAILED_STARTS = 3  # workers dying before their first task: the environment is broken, stop
 STANDBY_TASKS = 1 << 20  # a job on standby starts as many workers as it may use: its task count is not known yet
+
+
+# What a worker imports before its first task (:func:`_warm_up`); the server that forks workers holds it.
+WORKER_MODULES = ("evaluator.runner", "evaluator.browser", "evaluator.dataset", "evaluator.replay",
+                  "evaluator.agents.actions", "evaluator.agents.targeting", "evaluator.bundle",
+                  "evaluator.judges.assertion", "evaluator.judges.reference", "evaluator.metrics.checkpoint",
+                  "evaluator.metrics.ocr", "evaluator.metrics.reference", "evaluator.scoring",
+                  "playwright.sync_api")
 
 
 class JobError(ValueError):
@@ -87,6 +96,7 @@ def score(data_path, bundle_path, out_dir, task_keys=None, protocol: str = "iwr-
     out_dir = Path(out_dir)
     proto = _protocol(protocol, configured=official is not None)
     official_job = official is not None
+    _start_worker_server()
     warm = _Pool.standing(proto.full_name, _worker_count(workers, STANDBY_TASKS, official_job)) if standby else None
     try:
         if warm is not None:
@@ -255,7 +265,7 @@ def _pool(job: Job, todo: list[str], n_workers: int, reporter, by_key: dict, war
         pool = warm
         pool.begin(job, reporter, by_key, n_workers)
     else:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = worker_context()
         pool = _Pool(ctx, job, ctx.Queue(), reporter, by_key)
         pool.slots = [pool.start() for _ in range(n_workers)]
     # Longest tasks first: the run ends when its last task does, so long ones should not come last.
@@ -296,7 +306,7 @@ class _Pool:
     @classmethod
     def standing(cls, protocol: str, n_workers: int) -> _Pool:
         """Workers started before their job: each imports, launches its browser, then waits for the job."""
-        ctx = multiprocessing.get_context("spawn")
+        ctx = worker_context()
         pool = cls(ctx, None, ctx.Queue(), None, {}, protocol)
         pool.slots = [pool.start() for _ in range(n_workers)]
         return pool
@@ -338,9 +348,33 @@ class _Pool:
         self.results[key] = _finish(self.job, key, _failed(self.by_key[key], reason), self.reporter)
 
 
+def worker_context():
+    """How workers start: forked from one server process that imported the scoring stack once.
+
+    A fresh interpreter per worker (``spawn``) imports NumPy, SciPy, Playwright and the judge again in every
+    worker, about 0.8 CPU seconds each, four times per job at two workers per core. The server is a single
+    thread started on first use (the ``forkserver`` method, safe beside this process's threads); each worker
+    it forks starts with those modules loaded, and adopts the environment and directory of the moment it
+    is started (:func:`_start`), as a spawned one would.
+    """
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(WORKER_MODULES))
+    return ctx
+
+
+def _start_worker_server() -> None:
+    """Start the server now: it imports the scoring stack while this process reads the tasks and takes in the
+    bundle (a no-op once it runs)."""
+    from multiprocessing import forkserver
+
+    worker_context()
+    forkserver.ensure_running()
+
+
 def _start(ctx, job: Job | None, outbox, index: int, protocol: str | None = None) -> _Slot:
     inbox = ctx.Queue()
-    process = ctx.Process(target=_worker_main, args=(job, inbox, outbox, index, protocol),
+    process = ctx.Process(target=_worker_main,
+                          args=(job, inbox, outbox, index, protocol, dict(os.environ), os.getcwd()),
                           name=f"iwr-worker-{index}", daemon=False)
     process.start()
     return _Slot(process, inbox, since=time.monotonic())
@@ -454,12 +488,19 @@ def _write_json(path: Path, data) -> None:
 # --------------------------------------------------------------------------- worker process
 
 
-def _worker_main(job: Job | None, inbox, outbox, index: int, protocol: str | None = None) -> None:
+def _worker_main(job: Job | None, inbox, outbox, index: int, protocol: str | None = None,
+                 environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
     """A worker: one Chromium, a fresh context per task, relaunched if a hostile page killed it.
 
     Without ``job`` (a job on standby) it imports the scoring stack and launches its browser for
     ``protocol`` first, then takes the job as the first message of its inbox (None: stop).
+    ``environ`` and ``cwd``: the starting process's, which a worker forked from the server adopts.
     """
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    if cwd is not None:
+        os.chdir(cwd)
     os.setpgrp()  # the parent can kill this worker together with its Chromium
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     logging.basicConfig(level=logging.WARNING)
@@ -573,11 +614,7 @@ class _Worker:
 
 
 def _warm_up() -> None:
-    """Import the scoring stack before the first task, so no task pays for it inside its limits."""
-    import evaluator.agents.actions  # noqa: F401
-    import evaluator.agents.targeting  # noqa: F401
-    import evaluator.bundle  # noqa: F401
-    import evaluator.judges.assertion  # noqa: F401
-    import evaluator.judges.reference  # noqa: F401
-    import evaluator.metrics.checkpoint  # noqa: F401
-    import evaluator.scoring  # noqa: F401
+    """Import the scoring stack before the first task, so no task pays for it inside its limits (a worker
+    forked from the server has it already: then this costs nothing)."""
+    for name in WORKER_MODULES:
+        importlib.import_module(name)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator import runner
 from evaluator.browser import browser_version
 from evaluator.bundle import make_bundle_zip
 from evaluator.metrics.ocr import ocr_engine
@@ -144,7 +145,9 @@ def mp4_facts(path: Path) -> dict:
 
 
 def test_it_stops_with_a_reason_when_workers_cannot_start(tmp_path: Path, monkeypatch):
-    """Without a usable Chromium the job fails with the cause instead of scoring every task 0."""
+    """Without a usable Chromium the job fails with the cause instead of scoring every task 0; the workers see the
+    environment of the moment they start, though the server they are forked from started before it changed."""
+    runner._start_worker_server()
     monkeypatch.setenv("IWR_CHROMIUM", str(tmp_path / "no-such-chromium"))
     data = make_task_set(tmp_path / "set", ["1"])
     bundle = make_bundle(tmp_path / "bundle", {"1": GOOD_PAGE})
