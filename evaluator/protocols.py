@@ -778,6 +778,23 @@ _DET16_TARGETING = {
 }
 
 # ---------------------------------------------------------------------------
+# iwr-det-17: iwr-det-16 plus one targeting setting found on the tuning half's autocomplete site, whose reference pages
+# typed into the wrong box: a field named by the words its label prints beside or above it.
+_DET17_TARGETING = {
+    **_DET16_TARGETING,
+    "label_anchors": (True, "'Click the text box under 'Pick a programming language:'', 'Tap the empty box under "
+                            "'Tags (comma separated):'' and 'Click the box after 'Type an email:'' on a page whose "
+                            "fields sit inside their <label> elements: the anchor search took the field the label "
+                            "names for the anchor itself, a field is never beside its own content, so another "
+                            "field further down the page was clicked and typed into (the reference page lost "
+                            "three checkpoints' looks). A label shows its words where it prints them, not in the "
+                            "field: an anchor named only by a field's label is the printed text, and an anchor "
+                            "'after' which the target comes is that text when its words find such a field, so "
+                            "the field it labels may be the one meant. A field whose own placeholder, value or "
+                            "aria-label says the words is an anchor as before."),
+}
+
+# ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
 # them off before it reads a given section over the default's settings (a section that names one keeps it).
@@ -886,7 +903,9 @@ class Protocol:
 # Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-16 since the
 # calibration of 2026-12-07; see bench/README.md, "A glyph box clicked where a person taps: iwr-det-16"; each version
 # before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an earlier
-# version is kept under its full name so that its stored scores can still be read and reproduced.
+# version is kept under its full name so that its stored scores can still be read and reproduced. A newer version
+# that is not yet the default (iwr-det-17) is registered under its full name too, so that it can be measured and
+# chosen with --protocol, and becomes the default only once its calibration passes that rule.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -1029,6 +1048,16 @@ PROTOCOLS: dict[str, Protocol] = {
         description="iwr-det-15 with a control found by a glyph that a part of it draws clicked on that part. No "
                     "LLM, no model weights.",
         sections={"targeting": _DET16_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
+                  "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
+    ),
+    # Registered, not yet the default: its calibration on 2026-12-07 left the tuning half one relation lower (see
+    # the note above PROTOCOLS and bench/README.md, "A field found where its label prints its words: iwr-det-17").
+    "iwr-det-17": Protocol(
+        name="iwr-det",
+        version="17",
+        description="iwr-det-16 with a field named by its label found where the label prints its words: 'the box "
+                    "under' or 'after' a label is the field that label names. No LLM, no model weights.",
+        sections={"targeting": _DET17_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -495,8 +495,8 @@
     if (effectivelyTransparent(el)) return null;
     return r;
   }
-  function ownName(el) {
-    const labels = el.labels ? Array.from(el.labels).map((l) => l.textContent).join(" ") : "";
+  function ownName(el, withoutLabels) {
+    const labels = el.labels && !withoutLabels ? Array.from(el.labels).map((l) => l.textContent).join(" ") : "";
     // iwr-det-3 (shownValues): a checkbox's or radio button's value is never shown, so it names nothing
     const hidden = opts.shownValues && el.tagName === "INPUT" && /^(checkbox|radio)$/i.test(el.type || "");
     return [el.getAttribute("aria-label"), el.getAttribute("placeholder"), el.getAttribute("title"),
@@ -568,7 +568,9 @@
     if (!phrase.trim()) return found;
     for (const el of document.querySelectorAll("[aria-label], [placeholder], [title], [alt], input, textarea")) {
       if (found.length >= limit) break;
-      const r = says(ownName(el)) && shown(el);
+      // iwr-det-17 (labelAnchors): a label shows its words where it prints them, not in the field it names; a
+      // field only its label names is no anchor, and the label's printed text is found below
+      const r = says(ownName(el, opts.labelAnchors)) && shown(el);
       if (r) found.push(r);
     }
     return found.length ? found : textAnchors(says, limit);

@@ -202,6 +202,9 @@ class TargetingParams(_Section):
     # iwr-det-16: "tap the minus box next to 'Dropdown'": a control named by a glyph that a part of it draws (CSS
     # generated content in a textless span) is clicked on that part, where a person taps, not at its middle
     glyph_points: bool = False
+    # iwr-det-17: "the box under 'Pick a language:'": a field's label shows its words where the label prints them,
+    # not in the field; an anchor named by a field's label is that printed text, not the field it labels
+    label_anchors: bool = False
 
 
 @dataclass(frozen=True)

@@ -643,6 +643,9 @@ def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dic
     if not ranked or ranked[0].score < params.accept_threshold:
         return
     anchor = ranked[0].cand
+    if params.label_anchors:
+        at = desc.relations.index(relation)
+        anchor = _printed_label(anchor, relation, (page.get("anchors") or [])[at:at + 1], page) or anchor
     group = [s for s in _look_alikes(desc, scored, params, within=within) if s.cand is not anchor]
     ordered = reading_order([*group, Scored(-1, anchor)])
     at = next(i for i, s in enumerate(ordered) if s.cand is anchor)
@@ -650,6 +653,27 @@ def _apply_sequence(desc: Description, relation, scored: list[Scored], page: dic
     pick = side[0] if side else None
     for s in scored:
         s.parts["position"] = 1.0 if s is pick else 0.0
+
+
+FIELD_TAGS = frozenset({"input", "textarea", "select"})
+
+
+def _printed_label(anchor: dict, relation, boxes: list, page: dict) -> dict | None:
+    """iwr-det-17 (label_anchors): "the box after 'Type an email:'": when the element the anchor's words find best is
+    a field those words name only through its label, the anchor is where the label prints them (the printed text
+    nearest that field, as the page's anchor search found it), and the field itself may be the one after it."""
+    printed = boxes[0] if boxes else []
+    if anchor.get("tag") not in FIELD_TAGS or not printed:
+        return None
+    said = normalize(" ".join(relation.quotes or relation.words))
+    own = normalize(" ".join(str(anchor.get(key) or "") for key in ("aria_label", "labelledby", "text")))
+    if not said or said not in normalize(anchor.get("label") or "") or said in own:
+        return None
+    x, y, w, h = anchor["box"]
+    box = min(printed, key=lambda b: (b[0] + b[2] / 2 - x - w / 2) ** 2 + (b[1] + b[3] / 2 - y - h / 2) ** 2)
+    label = {"box": list(box), "order": anchor["order"]}
+    label["_geometry"] = geometry_of(label, page)
+    return label
 
 
 # iwr-det-6 (edge_positions): the extreme look-alike that way: smallest or largest centre along the axis,

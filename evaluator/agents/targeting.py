@@ -154,6 +154,7 @@ def _find(page, kind: str, desc: Description, action, p: TargetingParams) -> Tar
                                                "dots": p.dot_nouns and "dot" in desc.concepts,
                                                "pictureAnchors": p.picture_anchors,
                                                "captions": p.caption_labels,
+                                               "labelAnchors": p.label_anchors,
                                                "colours": p.colour_words and bool(desc.colours or _sequence(desc, p))})
     except Exception as exc:  # a crashed or navigating page: the step fails with the reason
         return Target(reason=f"could not read the page: {_first_line(exc)}", description=desc.to_dict())
