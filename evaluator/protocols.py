@@ -794,6 +794,18 @@ _DET17_TARGETING = {
                             "aria-label says the words is an anchor as before."),
 }
 
+_DET17_ASSERTION = {
+    **_DET12_ASSERTION,
+    "covered_text": (True, "'Press Enter to pick the highlighted suggestion' / 'The box now reads 'JavaScript' and the "
+                           "list of suggestions has closed' failed on the reference page itself (its screenshot the "
+                           "reference's, pixel for pixel): the words the closing list uncovers ('Note that by default "
+                           "you need to type ...') are in the reference's recorded change, whose visible text leaves "
+                           "out text another element paints over, but the judge read them as visible under the open "
+                           "list too, so its change lacked them and agreed with the reference's at F1 0.35. The "
+                           "judge now reads the page's visible text by the reference's rule: text under something "
+                           "that paints (a dropdown, a modal) is not shown; under a transparent box it is."),
+}
+
 # ---------------------------------------------------------------------------
 # iwr-det-5: iwr-det-4 plus a visual fix found on the broadened tuning half. A visual setting added
 # after iwr-det-4 is off for every earlier version: VISUAL_LATER_OFF names them, and visual_params turns
@@ -900,12 +912,11 @@ class Protocol:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-16 since the
-# calibration of 2026-12-07; see bench/README.md, "A glyph box clicked where a person taps: iwr-det-16"; each version
-# before it replaced its predecessor the same way: nothing lower on either half, the tuning half higher); an earlier
-# version is kept under its full name so that its stored scores can still be read and reproduced. A newer version
-# that is not yet the default (iwr-det-17) is registered under its full name too, so that it can be measured and
-# chosen with --protocol, and becomes the default only once its calibration passes that rule.
+# Keyed by what a caller names: the bare name is the current version (iwr-det means iwr-det-17 since the
+# calibration of 2026-12-07; see bench/README.md, "Fields found by their labels' words, covered text left out:
+# iwr-det-17"; each version before it replaced its predecessor the same way: nothing lower on either half, the tuning
+# half higher); an earlier version is kept under its full name so that its stored scores can still be read and
+# reproduced.
 PROTOCOLS: dict[str, Protocol] = {
     "iwr-det-2": Protocol(
         name="iwr-det",
@@ -1042,7 +1053,7 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET15_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    "iwr-det": Protocol(
+    "iwr-det-16": Protocol(
         name="iwr-det",
         version="16",
         description="iwr-det-15 with a control found by a glyph that a part of it draws clicked on that part. No "
@@ -1050,14 +1061,13 @@ PROTOCOLS: dict[str, Protocol] = {
         sections={"targeting": _DET16_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
-    # Registered, not yet the default: its calibration on 2026-12-07 left the tuning half one relation lower (see
-    # the note above PROTOCOLS and bench/README.md, "A field found where its label prints its words: iwr-det-17").
-    "iwr-det-17": Protocol(
+    "iwr-det": Protocol(
         name="iwr-det",
         version="17",
-        description="iwr-det-16 with a field named by its label found where the label prints its words: 'the box "
-                    "under' or 'after' a label is the field that label names. No LLM, no model weights.",
-        sections={"targeting": _DET17_TARGETING, "assertion": _DET12_ASSERTION, "settle": _DET3_SETTLE,
+        description="iwr-det-16 with a field named by its label found where the label prints its words ('the box "
+                    "under' or 'after' a label is the field that label names), and text another element paints "
+                    "over left out of the page's visible text, as in the reference's. No LLM, no model weights.",
+        sections={"targeting": _DET17_TARGETING, "assertion": _DET17_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

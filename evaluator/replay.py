@@ -524,8 +524,9 @@ def _capture(session, screenshot: Path, params: dict | None = None):
     the named elements' states when the protocol judges visible-state clauses on them)."""
     from evaluator.judges.state import capture_state
 
-    elements = bool(((params or {}).get("assertion") or {}).get("element_state"))
-    return capture_state(JsonPage(session.page), screenshot=screenshot, element_states=elements)
+    rules = (params or {}).get("assertion") or {}
+    return capture_state(JsonPage(session.page), screenshot=screenshot, element_states=bool(rules.get("element_state")),
+                         covered_hidden=bool(rules.get("covered_text")))
 
 
 def _shot(session, out_dir: Path, k: int) -> str:

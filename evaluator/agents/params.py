@@ -239,6 +239,9 @@ class AssertionParams(_Section):
     # a visible-state clause ("'Green' is no longer highlighted") is checked on the named element's
     # state, against the reference's pixel change at that element's place
     element_state: bool = False
+    # iwr-det-17: text another element paints over (an open suggestion list over the paragraph under it) is not in
+    # the page's visible text, as the recorded reference's visible text never holds it
+    covered_text: bool = False
     # the element's place must show in the reference's first checkpoint what the page showed before
     # (share of changed pixels below this at pixel_tolerance) for the reference's pixels there to count
     element_place_check: bool = False

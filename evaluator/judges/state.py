@@ -16,7 +16,7 @@ from pathlib import Path
 from evaluator.judges.pixels import pixel_change_fraction as pixel_change_fraction
 
 STATE_JS = r"""
-({maxBlocks, maxText, elementStates, elementsOnly}) => {
+({maxBlocks, maxText, elementStates, elementsOnly, coveredHidden}) => {
   const vw = innerWidth, vh = innerHeight;
   const keyOf = (el, i) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : el.name ? "[" + el.name + "]" : ":" + i);
 
@@ -69,6 +69,30 @@ STATE_JS = r"""
     return [255, 255, 255];
   }
 
+  // iwr-det-17 (coveredHidden): text is hidden where something that paints lies on top of it (a dropdown, a modal);
+  // a transparent box on top hides nothing. The rule the reference's recorded visible text follows
+  // (evaluator/authoring/visible_text.js), tried at the centre of the text's first line in the viewport.
+  function alpha(value) {
+    const m = /rgba?\(([^)]+)\)/.exec(value || "");
+    if (!m) return 0;
+    const parts = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
+    return parts.length > 3 ? parts[3] : 1;
+  }
+  function paints(e) {
+    const s = getComputedStyle(e);
+    return alpha(s.backgroundColor) >= 0.5 || s.backgroundImage !== "none" ||
+      ["IMG", "CANVAS", "VIDEO", "IFRAME", "INPUT", "TEXTAREA", "SELECT", "svg"].includes(e.tagName);
+  }
+  function uncovered(el, range) {
+    const rects = [...range.getClientRects()].map((r) => [Math.max(0, r.left), Math.max(0, r.top),
+      Math.min(vw, r.right), Math.min(vh, r.bottom)]).filter((b) => b[2] - b[0] >= 1 && b[3] - b[1] >= 1);
+    if (!rects.length) return true;
+    const hit = document.elementFromPoint((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
+    if (!hit || hit === el || el.contains(hit) || hit.contains(el)) return true;
+    for (let e = hit; e && !e.contains(el); e = e.parentElement) if (paints(e)) return false;
+    return true;
+  }
+
   function blocks() {
     const byParent = new Map();
     const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT);
@@ -84,6 +108,7 @@ STATE_JS = r"""
       if (r.right <= 0 || r.bottom <= 0 || r.left >= vw || r.top >= vh) continue;
       const style = getComputedStyle(parent);
       if (style.visibility !== "visible" || parseFloat(style.opacity) === 0) continue;
+      if (coveredHidden && !uncovered(parent, range)) continue;
       let entry = byParent.get(parent);
       if (!entry) {
         if (byParent.size >= maxBlocks) break;
@@ -245,12 +270,14 @@ class PageState:
 
 
 def capture_state(page, screenshot: bytes | str | Path | None = None, take_screenshot: bool = True,
-                  max_blocks: int = 600, max_text: int = 200_000, element_states: bool = False) -> PageState:
+                  max_blocks: int = 600, max_text: int = 200_000, element_states: bool = False,
+                  covered_hidden: bool = False) -> PageState:
     """Snapshot ``page``; ``screenshot`` is PNG bytes or a path when the caller already took one.
-    ``element_states`` also reads the state of every short-named element (iwr-det-3)."""
+    ``element_states`` also reads the state of every short-named element (iwr-det-3); with ``covered_hidden``
+    (iwr-det-17) text another element paints over is not among the viewport's blocks."""
     try:
         data = page.evaluate(STATE_JS, {"maxBlocks": max_blocks, "maxText": max_text,
-                                        "elementStates": element_states})
+                                        "elementStates": element_states, "coveredHidden": covered_hidden})
     except Exception as exc:  # crashed or navigating page: an empty state that says why
         return PageState(screenshot=_png(screenshot), error=f"could not read the page: {_first_line(exc)}")
     state = PageState(

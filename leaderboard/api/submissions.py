@@ -86,7 +86,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         "generating (model endpoint), queued, running, scored, failed or cancelled."))
     progress = ProgressSerializer(read_only=True)
     evaluation_id = serializers.IntegerField(read_only=True, help_text="Its results page is /results/ID/.")
-    evaluation_protocol = serializers.CharField(read_only=True, help_text="Protocol name and version, e.g. iwr-det-16.")
+    evaluation_protocol = serializers.CharField(read_only=True, help_text="Protocol name and version, e.g. iwr-det-17.")
     started_at = serializers.DateTimeField(read_only=True, allow_null=True)
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
     scores = ScoresSerializer(read_only=True, help_text="Present once scored.")

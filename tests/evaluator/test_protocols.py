@@ -26,18 +26,16 @@ PINNED_FINGERPRINTS = {
     "iwr-det-14": "3ab6e8d55cf9d419",
     "iwr-det-15": "e98493b6fca28c9c",
     "iwr-det-16": "bd89a3b33cd694dd",
-    "iwr-det-17": "74b9a3e1cb15bcb5",
+    "iwr-det-17": "222b74a62a848b66",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
 
-def test_it_defaults_to_iwr_det_16():
-    """The default protocol is iwr-det, version 16; versions 2 to 15 stay registered under their full names, and
-    iwr-det-17, not yet the default (its calibration left the tuning half one relation lower), under its own."""
+def test_it_defaults_to_iwr_det_17():
+    """The default protocol is iwr-det, version 17; versions 2 to 16 stay registered under their full names."""
     protocol = get_protocol()
-    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "16", "iwr-det-16")
-    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 18)] == [str(v) for v in range(2, 18)]
-    assert get_protocol("iwr-det-17") is not protocol
+    assert (protocol.name, protocol.version, protocol.full_name) == ("iwr-det", "17", "iwr-det-17")
+    assert [get_protocol(f"iwr-det-{v}").version for v in range(2, 17)] == [str(v) for v in range(2, 17)]
     assert not protocol.requires_llm
 
 
@@ -165,8 +163,8 @@ ADDED_SETTINGS = {
     # the navigation bar's phone copy ('Tap the minus box next to the first 'Dropdown'': its box, not its link)
     "16": {("targeting", "glyph_points")},
     # the autocomplete site ('the text box under 'Pick a programming language:'', 'the box after 'Type an email:'',
-    # fields inside their labels)
-    "17": {("targeting", "label_anchors")},
+    # fields inside their labels; the words a closing suggestion list uncovers)
+    "17": {("targeting", "label_anchors"), ("assertion", "covered_text")},
 }
 
 
@@ -248,9 +246,9 @@ def test_fingerprint_sees_a_changed_value_but_not_key_order():
 
 
 def test_it_finds_protocols_by_full_name():
-    """A stored full name such as iwr-det-16 finds its protocol."""
-    assert get_protocol("iwr-det-16") is get_protocol("iwr-det")
-    assert get_protocol("iwr-det-15") is not get_protocol("iwr-det")
+    """A stored full name such as iwr-det-17 finds its protocol."""
+    assert get_protocol("iwr-det-17") is get_protocol("iwr-det")
+    assert get_protocol("iwr-det-16") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-14") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-13") is not get_protocol("iwr-det")
     assert get_protocol("iwr-det-12") is not get_protocol("iwr-det")
@@ -267,7 +265,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-14, iwr-det-15, iwr-det-17, "
+    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-14, iwr-det-15, iwr-det-16, "
              "iwr-det-2, iwr-det-3, "
              "iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):

@@ -1,4 +1,4 @@
-"""The default protocol (iwr-det-16, with iwr-det-3's settle rules) repeats itself on a busy machine: three
+"""The default protocol (iwr-det-17, with iwr-det-3's settle rules) repeats itself on a busy machine: three
 runs beside two CPU-bound processes, identical results.
 
 The three reference pages here are the ones whose scores differed from run to run before the page
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.browser,
 def test_three_runs_beside_two_cpu_bound_processes_give_identical_results(tmp_path: Path):
     report = tmp_path / "repeat.json"
     proc = subprocess.run([sys.executable, "bench/repeat/run.py", "--split", "dev", "--tasks",
-                           ",".join(ONCE_UNREPEATABLE), "--protocol", "iwr-det-16", "--runs", "3", "--burners", "2",
+                           ",".join(ONCE_UNREPEATABLE), "--protocol", "iwr-det-17", "--runs", "3", "--burners", "2",
                            "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert report.is_file(), proc.stderr[-3000:]
     document = json.loads(report.read_text())

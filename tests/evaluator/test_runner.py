@@ -64,7 +64,7 @@ def test_it_writes_results_in_the_contract_shape(job):
 
     on_disk = json.loads((job["out"] / "results.json").read_text())
     assert on_disk == job["results"]
-    assert on_disk["protocol"] == "iwr-det-16" and on_disk["evaluator_version"] == __version__
+    assert on_disk["protocol"] == "iwr-det-17" and on_disk["evaluator_version"] == __version__
     assert on_disk["ocr_engine"] == ocr_engine() and "tesseract" in on_disk["ocr_engine"]
     assert on_disk["browser"] == browser_version() and on_disk["browser"].startswith("chromium-headless-shell 1")
     assert list(on_disk["tasks"]) == list(TASK_KEYS)

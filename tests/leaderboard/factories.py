@@ -51,7 +51,7 @@ def make_submission(owner=None, **fields) -> Submission:
 
 
 def make_evaluation(submission: Submission | None = None, **fields) -> Evaluation:
-    defaults = {"submission": submission or make_submission(), "protocol": "iwr-det-16", "protocol_name": "iwr-det"}
+    defaults = {"submission": submission or make_submission(), "protocol": "iwr-det-17", "protocol_name": "iwr-det"}
     return Evaluation.objects.create(**{**defaults, **fields})
 
 
@@ -98,7 +98,7 @@ def make_queued_evaluation(submission: Submission, **fields) -> Evaluation:
     return evaluation
 
 
-def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol: str = "iwr-det-16",
+def make_entry(owner=None, *, finals=(), tasks=(), split: str = "test", protocol: str = "iwr-det-17",
                final: float | None = None, evaluation_fields: dict | None = None, announce: bool = True,
                **submission_fields) -> Evaluation:
     """A scored leaderboard entry. With ``tasks`` and ``finals`` (one Final per task) it gets task

@@ -82,7 +82,7 @@ def fake_evaluator(argv: list[str]) -> int:
         _misbehave(mode, key)
     summary = scoring.summarize(results, [_task(record) for record in records])
     _tamper(mode, args.out, results, summary)
-    _write(args.out / "results.json", {"protocol": "iwr-det-16", "evaluator_version": "fake-1",
+    _write(args.out / "results.json", {"protocol": "iwr-det-17", "evaluator_version": "fake-1",
                                        "tasks": results, "summary": summary})
     return 0
 

@@ -63,5 +63,5 @@ def test_the_model_page_lists_every_public_entry_across_splits_and_protocols(cli
     assert page.status_code == 200
     body = page.content.decode()
     assert body.count("<tr>") == 3  # header + two public, unflagged entries
-    assert "iwr-det-1" in body and "iwr-det-16" in body and "90.00" not in body and "80.00" not in body
+    assert "iwr-det-1" in body and "iwr-det-17" in body and "90.00" not in body and "80.00" not in body
     assert client.get("/models/Nobody/").status_code == 404

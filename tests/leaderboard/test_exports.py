@@ -68,7 +68,7 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas(board):
 def test_json_parses_back_to_the_same_numbers(board):
     """The JSON export carries full-precision fractions, intervals, ranges and the method."""
     document = json.loads(exports.to_json(board))
-    assert document["split"] == "test" and document["protocol"] == "iwr-det-16"
+    assert document["split"] == "test" and document["protocol"] == "iwr-det-17"
     assert document["method"]["ci_resamples"] == ranking.CI_RESAMPLES
     assert document["method"]["rank_resamples"] == ranking.RANK_RESAMPLES
     for item, entry in zip(document["entries"], board.entries, strict=True):
@@ -117,7 +117,7 @@ def test_the_export_view_serves_each_format_as_a_download(client, board):
         response = client.get("/leaderboard/export/", {"format": fmt, "split": "test"})
         assert response.status_code == 200
         assert response["Content-Type"].startswith(content_type)
-        assert response["Content-Disposition"] == f'attachment; filename="iwr-bench-test-iwr-det-16.{fmt}"'
+        assert response["Content-Disposition"] == f'attachment; filename="iwr-bench-test-iwr-det-17.{fmt}"'
     assert client.get("/leaderboard/export/", {"format": "xlsx"}).status_code == 400
     bad = client.get("/leaderboard/export/", {"format": "csv", "split": "train"})
     assert bad.status_code == 400 and b"split='train'" in bad.content

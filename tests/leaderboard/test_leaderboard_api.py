@@ -39,7 +39,7 @@ def test_anonymous_readers_get_the_default_view(client):
     populate(3)
     data = client.get(URL).json()
     board = ranking.leaderboard(ranking.parse_query({}))
-    assert data["split"] == "test" and data["protocol"] == "iwr-det-16" and data["count"] == 4
+    assert data["split"] == "test" and data["protocol"] == "iwr-det-17" and data["count"] == 4
     assert data == exports.document(board) | {"offset": 0, "limit": 100, "next": None, "previous": None}
     assert [item["model_name"] for item in data["entries"]] == [e.model_name for e in board.entries]
     first = data["entries"][0]
@@ -57,7 +57,7 @@ def test_parameters_choose_split_protocol_and_filters(client):
     assert paper["protocol"] == PAPER_PROTOCOL and [e["model_name"] for e in paper["entries"]] == ["GPT-5"]
     assert paper["entries"][0]["reported_in_paper"] is True and paper["entries"][0]["final_ci"] is None
     assert paper["entries"][0]["low_level_ci"] is None and paper["entries"][0]["high_level_ci"] is None
-    assert client.get(URL, {"protocol": "iwr-det-16"}).json()["count"] == 5
+    assert client.get(URL, {"protocol": "iwr-det-17"}).json()["count"] == 5
     open_only = client.get(URL, {"weights": "open"}).json()
     assert {e["model_name"] for e in open_only["entries"]} == {"m0", "m2", "Empty page (lower bound)"}
     assert client.get(URL, {"split": "dev"}).json()["entries"] == []
@@ -68,7 +68,7 @@ def test_long_views_come_in_pages(client):
     populate(5)
     first = client.get(URL, {"limit": 2}).json()
     assert first["count"] == 6 and len(first["entries"]) == 2 and first["previous"] is None
-    assert first["next"] == "http://testserver/api/v1/leaderboard/?split=test&protocol=iwr-det-16&offset=2&limit=2"
+    assert first["next"] == "http://testserver/api/v1/leaderboard/?split=test&protocol=iwr-det-17&offset=2&limit=2"
     names = [e["model_name"] for e in first["entries"]]
     url = first["next"]
     while url:
@@ -76,7 +76,7 @@ def test_long_views_come_in_pages(client):
         names += [e["model_name"] for e in page["entries"]]
         url = page["next"]
     assert names == [e["model_name"] for e in client.get(URL).json()["entries"]]
-    assert page["previous"] == "http://testserver/api/v1/leaderboard/?split=test&protocol=iwr-det-16&offset=2&limit=2"
+    assert page["previous"] == "http://testserver/api/v1/leaderboard/?split=test&protocol=iwr-det-17&offset=2&limit=2"
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -123,7 +123,7 @@ def test_the_browsable_api_renders_the_same_document(client):
     """Asking for HTML gets DRF's browsable page with the document in it."""
     populate(1)
     response = client.get(URL, HTTP_ACCEPT="text/html")
-    assert response.status_code == 200 and b"m0" in response.content and b"iwr-det-16" in response.content
+    assert response.status_code == 200 and b"m0" in response.content and b"iwr-det-17" in response.content
 
 
 def test_the_schema_documents_every_field_of_an_entry(client):

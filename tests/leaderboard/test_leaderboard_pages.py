@@ -62,7 +62,7 @@ def test_the_home_page_is_the_test_split_under_the_default_protocol(client):
     assert '<span class="badge baseline">baseline</span>' in body
     assert '<span class="badge open">open weights</span>' in body
     assert '<span class="badge verified">verified</span>' in body
-    assert 'aria-current="page">Test split (held out)</a>' in body and 'aria-current="page">iwr-det-16</a>' in body
+    assert 'aria-current="page">Test split (held out)</a>' in body and 'aria-current="page">iwr-det-17</a>' in body
 
 
 def test_tied_rows_are_marked(client):
@@ -94,7 +94,7 @@ def test_split_and_protocol_tabs_and_filters_change_the_view(client):
     make_entry(None, kind=Submission.Kind.PAPER, model_name="GPT-5", protocol=PAPER_PROTOCOL, final=0.3635)
     bump_generation()
     home = text(client.get("/"))
-    assert "/?split=dev&amp;protocol=iwr-det-16" in home and "/?split=test&amp;protocol=paper" in home
+    assert "/?split=dev&amp;protocol=iwr-det-17" in home and "/?split=test&amp;protocol=paper" in home
     assert row_models(client.get("/?split=dev")) == ["on-dev"]
     paper = client.get("/?protocol=paper")
     assert row_models(paper) == ["GPT-5"] and "Figures as published in the IWR-Bench paper" in text(paper)
@@ -109,7 +109,7 @@ def test_columns_sort_by_links_without_javascript(client):
     populate(4)
     response = client.get("/?sort=model&dir=asc")
     assert row_models(response)[:4] == ["model-00", "model-01", "model-02", "model-03"]
-    link = '<a href="/?split=test&amp;protocol=iwr-det-16&amp;sort=model&amp;dir=desc"'
+    link = '<a href="/?split=test&amp;protocol=iwr-det-17&amp;sort=model&amp;dir=desc"'
     assert f'aria-sort="ascending" scope="col">{link}' in text(response)
 
 
@@ -293,7 +293,7 @@ def test_the_categories_page_shows_one_page_of_rows_at_a_time(client, monkeypatc
     assert seen == [["model-0", "model-1"], ["model-2", "model-3"], ["model-4"]]
     first = text(client.get("/leaderboard/categories/?metric=ifs"))
     assert "Rows 1&ndash;2 of 5" in first and "Page 1 of 3" in first
-    assert 'href="/leaderboard/categories/?split=test&amp;protocol=iwr-det-16&amp;metric=ifs&amp;page=3">3</a>' in first
+    assert 'href="/leaderboard/categories/?split=test&amp;protocol=iwr-det-17&amp;metric=ifs&amp;page=3">3</a>' in first
     assert "Page 3 of 3" in text(client.get("/leaderboard/categories/?page=99"))
 
 

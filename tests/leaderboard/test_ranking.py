@@ -150,13 +150,13 @@ def test_bad_parameters_are_named(params, message):
 
 def test_protocol_names_resolve_to_one_version(owner):
     """A bare name means its current version; `paper` the paper's results; old versions stay reachable."""
-    assert ranking.parse_query({}).protocol == "iwr-det-16"
-    assert ranking.parse_query({"protocol": "iwr-det"}).protocol == "iwr-det-16"
+    assert ranking.parse_query({}).protocol == "iwr-det-17"
+    assert ranking.parse_query({"protocol": "iwr-det"}).protocol == "iwr-det-17"
     assert ranking.parse_query({"protocol": "paper"}).protocol == PAPER_PROTOCOL
     make_entry(owner, model_name="old", protocol="iwr-det-0")
     bump_generation()
     assert ranking.parse_query({"protocol": "iwr-det-0"}).protocol == "iwr-det-0"
-    assert ranking.protocol_tabs("test") == ["iwr-det-16", "iwr-det-0"]
+    assert ranking.protocol_tabs("test") == ["iwr-det-17", "iwr-det-0"]
 
 
 # --------------------------------------------------------------------------- uncertainty
@@ -209,7 +209,7 @@ def test_entries_without_task_results_keep_their_place_in_rank_ranges(tasks):
 def _entry(final, ci=None, rank=1) -> ranking.Entry:
     return ranking.Entry(
         evaluation_id=int(final * 1000), submission_id=1, model_name=str(final), organisation="", model_size="",
-        kind="bundle", open_weights=False, verified=False, paper_url="", code_url="", protocol="iwr-det-16",
+        kind="bundle", open_weights=False, verified=False, paper_url="", code_url="", protocol="iwr-det-17",
         evaluator_version="", final=final, ifs=final, vfs=final, low_level=None, high_level=None, final_ci=ci,
         ifs_ci=None, vfs_ci=None, n_tasks=1, date=None, rank=rank,
     )

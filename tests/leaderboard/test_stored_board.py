@@ -20,7 +20,7 @@ from tests.leaderboard.base import logged_in, make_user
 from tests.leaderboard.factories import make_entry, make_task, make_task_set
 
 pytestmark = pytest.mark.django_db
-PROTOCOL = "iwr-det-16"  # the factories' protocol: iwr-det's current version
+PROTOCOL = "iwr-det-17"  # the factories' protocol: iwr-det's current version
 
 
 @pytest.fixture(autouse=True)

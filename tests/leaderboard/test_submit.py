@@ -95,7 +95,7 @@ def test_a_good_bundle_is_stored_with_a_queued_evaluation(client, owner, importe
     assert response.status_code == 302 and response["Location"] == f"/submissions/{submission.pk}/"
     assert (submission.owner, submission.model_name, submission.open_weights) == (owner, "TinyModel-7B", True)
     assert submission.bundle.read() == data and submission.bundle_size == len(data)
-    assert (evaluation.status, evaluation.protocol, evaluation.tasks_total) == ("queued", "iwr-det-16", 2)
+    assert (evaluation.status, evaluation.protocol, evaluation.tasks_total) == ("queued", "iwr-det-17", 2)
     assert sent == [evaluation.pk]
     notes = [str(message) for message in response.wsgi_request._messages]
     assert any("dev-b" in note and "score 0" in note for note in notes)  # missing task listed, but allowed

@@ -43,14 +43,14 @@ def act(client, action: str, submissions, **extra):
 def test_a_baseline_scored_under_iwr_det_3_is_rescored_under_the_default_iwr_det_4(
         client, maintainer, owner, imported_sample, sent, django_capture_on_commit_callbacks):
     """The protocol switches of issue 14 go through the rescoring path: a baseline's iwr-det-3 score stays,
-    and the rescore is queued under iwr-det's current version, iwr-det-16."""
+    and the rescore is queued under iwr-det's current version, iwr-det-17."""
     baseline = make_bundle_submission(owner, pages={"101": PAGE}, kind="baseline", protocol="iwr-det")
     old = make_queued_evaluation(baseline, protocol="iwr-det-3", status="scored", final=0.8)
     logged_in(client, maintainer)
     with django_capture_on_commit_callbacks(execute=True):
         act(client, "rescore", [baseline])
     new = baseline.evaluations.exclude(pk=old.pk).get()
-    assert (new.protocol, new.is_rescore) == ("iwr-det-16", True) and sent == [new.pk]
+    assert (new.protocol, new.is_rescore) == ("iwr-det-17", True) and sent == [new.pk]
     old.refresh_from_db()
     assert (old.protocol, old.status, old.final) == ("iwr-det-3", "scored", 0.8)
 
@@ -66,7 +66,7 @@ def test_rescoring_adds_a_low_priority_evaluation_and_keeps_the_old_one(
     with django_capture_on_commit_callbacks(execute=True):
         act(client, "rescore", [submission, no_bundle])
     new = submission.evaluations.exclude(pk=old.pk).get()
-    assert (new.protocol, new.status, new.is_rescore, new.priority) == ("iwr-det-16", "queued", True, 9)
+    assert (new.protocol, new.status, new.is_rescore, new.priority) == ("iwr-det-17", "queued", True, 9)
     assert sent == [new.pk]
     old.refresh_from_db()
     assert (old.protocol, old.status, old.final) == ("iwr-det-0", "scored", 0.3)

@@ -10,7 +10,7 @@ broken pages stop exactly where the truth says. ``--json FILE`` writes the same 
     python -m tests.evaluator.calibration.report                      # both halves, every task
     python -m tests.evaluator.calibration.report --half tuning --json var/calibration.json
     python -m tests.evaluator.calibration.report --tasks mixitup-color-filter,owl-basic-carousel
-    python -m tests.evaluator.calibration.report --half tuning --protocol iwr-det-16
+    python -m tests.evaluator.calibration.report --half tuning --protocol iwr-det-17
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", help="comma-separated task keys (default: every task of the halves)")
     parser.add_argument("--workdir", help="where bundles and scores are written (default: a new temporary folder)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
-    parser.add_argument("--protocol", help="scoring protocol, e.g. iwr-det-16 (default: the evaluator's default)")
+    parser.add_argument("--protocol", help="scoring protocol, e.g. iwr-det-17 (default: the evaluator's default)")
     parser.add_argument("--truth-from", help="take the step-level truth from an earlier --json report instead of "
                                              "replaying it (the truth is the builder's, whatever the judge)")
     return parser
