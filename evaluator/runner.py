@@ -502,6 +502,7 @@ def _worker_main(job: Job | None, inbox, outbox, index: int, protocol: str | Non
     if cwd is not None:
         os.chdir(cwd)
     os.setpgrp()  # the parent can kill this worker together with its Chromium
+    _die_with_parent()
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     logging.basicConfig(level=logging.WARNING)
     from evaluator.browser import BrowserError, launch
@@ -529,6 +530,29 @@ def _worker_main(job: Job | None, inbox, outbox, index: int, protocol: str | Non
         outbox.put(("fatal", index, str(exc)))
         raise SystemExit(3) from None
     _exit_quickly(outbox)
+
+
+def _die_with_parent() -> None:
+    """End this worker and its Chromium as soon as the process that started it is gone.
+
+    A worker is forked from the server, not from the job, and leads a process group of its own, so
+    nothing else ends it: a job killed outright (SIGKILL, the kernel's out-of-memory killer, a closed
+    terminal under ``--sandbox none``) would leave it waiting on its inbox for ever with Chromium running.
+    The starting process holds a pipe open for as long as it lives; its end, whatever killed it, wakes a
+    thread here that kills this worker's group.
+    """
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="iwr-parent-watch", daemon=True).start()
 
 
 def _exit_quickly(outbox) -> None:

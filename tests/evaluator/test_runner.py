@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,65 @@ def _cli(*args, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "evaluator", "score", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every live process below ``pid``: its pid and command name (zombies, already dead, left out)."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if rest[0] != "Z":
+            names[int(stat.parent.name)] = name
+            children.setdefault(int(rest[1]), []).append(int(stat.parent.name))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = names[child]
+            todo.append(child)
+    return found
+
+
+@pytest.mark.browser
+def test_workers_and_their_browsers_end_when_the_job_is_killed_outright(tmp_path: Path):
+    """A job killed with SIGKILL (no clean-up runs) leaves nothing behind: its workers, forked from the server in
+    process groups of their own, and their Chromium end by themselves. Unsandboxed, nothing else would end them."""
+    (tmp_path / "standby").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "IWR_ALLOW_UNSANDBOXED": "1"}
+    job = subprocess.Popen([sys.executable, "-m", "evaluator", "score", "--standby", str(tmp_path / "standby"),
+                            "--out", str(tmp_path / "out"), "--sandbox", "none", "--workers", "2"],
+                           cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # both workers up, each with its browser
+            below = _descendants(job.pid)
+            if sum("chrom" in name for name in below.values()) >= 2 and job.poll() is None:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the workers did not start their browsers: {below}")
+        time.sleep(1)
+        below = _descendants(job.pid)
+        job.kill()
+        job.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (left := [p for p in below if _alive(p)]):
+            time.sleep(0.2)
+        assert not left, {p: below[p] for p in left}
+    finally:
+        job.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- the job sandbox
