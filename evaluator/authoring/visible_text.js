@@ -28,26 +28,12 @@
     const x1 = Math.min(W, r.right), y1 = Math.min(H, r.bottom);
     return x1 - x0 >= 1 && y1 - y0 >= 1 ? [x0, y0, x1, y1] : null;
   };
-  const paints = (e) => {
-    const s = getComputedStyle(e);
-    return rgba(s.backgroundColor)[3] >= 0.5 || s.backgroundImage !== "none" ||
-      ["IMG", "CANVAS", "VIDEO", "IFRAME", "INPUT", "TEXTAREA", "SELECT", "svg"].includes(e.tagName);
-  };
-  // Text is hidden where something that paints lies on top of it (a dropdown, a modal, a tile
-  // over the tiles it merged); a transparent box on top, such as a full-width row of links,
-  // hides nothing.
-  const onTop = (el, box) => {
-    const hit = document.elementFromPoint((box[0] + box[2]) / 2, (box[1] + box[3]) / 2);
-    if (!hit) return false;
-    if (hit === el || el.contains(hit) || hit.contains(el)) return true;
-    for (let e = hit; e && !e.contains(el); e = e.parentElement) if (paints(e)) return false;
-    return true;
-  };
+  /* covered_text.js */
 
   const blocks = [];
   // One block per visible text node (or field); ``start`` is where its first line begins.
   const add = (el, text, rects) => {
-    if (!rects.length || !onTop(el, rects[0])) return;
+    if (!rects.length || coveredText(el, rects[0])) return;
     const box = rects.reduce((u, c) => [Math.min(u[0], c[0]), Math.min(u[1], c[1]),
                                         Math.max(u[2], c[2]), Math.max(u[3], c[3])]);
     const style = getComputedStyle(el);

@@ -69,28 +69,13 @@ STATE_JS = r"""
     return [255, 255, 255];
   }
 
-  // iwr-det-17 (coveredHidden): text is hidden where something that paints lies on top of it (a dropdown, a modal);
-  // a transparent box on top hides nothing. The rule the reference's recorded visible text follows
-  // (evaluator/authoring/visible_text.js), tried at the centre of the text's first line in the viewport.
-  function alpha(value) {
-    const m = /rgba?\(([^)]+)\)/.exec(value || "");
-    if (!m) return 0;
-    const parts = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
-    return parts.length > 3 ? parts[3] : 1;
-  }
-  function paints(e) {
-    const s = getComputedStyle(e);
-    return alpha(s.backgroundColor) >= 0.5 || s.backgroundImage !== "none" ||
-      ["IMG", "CANVAS", "VIDEO", "IFRAME", "INPUT", "TEXTAREA", "SELECT", "svg"].includes(e.tagName);
-  }
+  // iwr-det-17 (coveredHidden): text something painted over is hidden, by the rule the reference's recorded
+  // visible text follows (evaluator/authoring/covered_text.js), tried at the centre of its first line in the viewport.
+  /* covered_text.js */
   function uncovered(el, range) {
     const rects = [...range.getClientRects()].map((r) => [Math.max(0, r.left), Math.max(0, r.top),
       Math.min(vw, r.right), Math.min(vh, r.bottom)]).filter((b) => b[2] - b[0] >= 1 && b[3] - b[1] >= 1);
-    if (!rects.length) return true;
-    const hit = document.elementFromPoint((rects[0][0] + rects[0][2]) / 2, (rects[0][1] + rects[0][3]) / 2);
-    if (!hit || hit === el || el.contains(hit) || hit.contains(el)) return true;
-    for (let e = hit; e && !e.contains(el); e = e.parentElement) if (paints(e)) return false;
-    return true;
+    return !rects.length || !coveredText(el, rects[0]);
   }
 
   function blocks() {
@@ -215,6 +200,10 @@ STATE_JS = r"""
   };
 }
 """
+# The rule for text painted over is the recorder's own file, so the reference's recorded text and the judge's
+# reading of a page cannot drift apart (and a change to it rebuilds the sample: the build key hashes authoring/).
+COVERED_TEXT_JS = Path(__file__).resolve().parents[1] / "authoring" / "covered_text.js"
+STATE_JS = STATE_JS.replace("/* covered_text.js */", COVERED_TEXT_JS.read_text(encoding="utf-8"), 1)
 
 
 @dataclass(frozen=True)

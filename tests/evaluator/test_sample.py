@@ -112,7 +112,8 @@ def test_the_build_key_changes_when_a_script_changes(tmp_path):
 def test_the_build_key_covers_the_code_that_draws_the_reference_checkpoints():
     """Screenshot and settle scripts, the browser set-up and the settle parameters: editing any records again."""
     names = {source.name for source in recorder_sources()}
-    assert {"browser.py", "page_session.py", "page_scripts.py", "protocols.py", "recorder.py"} <= names
+    assert {"browser.py", "page_session.py", "page_scripts.py", "protocols.py", "recorder.py", "visible_text.js",
+            "covered_text.js"} <= names  # covered_text.js: the judge reads pages by the same rule
     assert all(source.is_file() for source in recorder_sources())
 
 
