@@ -205,6 +205,9 @@ class TargetingParams(_Section):
     # iwr-det-17: "the box under 'Pick a language:'": a field's label shows its words where the label prints them,
     # not in the field; an anchor named by a field's label is that printed text, not the field it labels
     label_anchors: bool = False
+    # iwr-det-18: "the second photo under 'Sample gallery', the bridge lit up at night": words said of what a photo
+    # shows, which a picture without words cannot say, leave it a picture the description may mean, at a discount
+    depicted_pictures: bool = False
 
 
 @dataclass(frozen=True)

@@ -216,8 +216,11 @@ def text_score(desc: Description, cand: dict, params: TargetingParams) -> float:
     if params.glyph_words:
         best = max(best, glyph_score(desc.glyphs, desc.concepts, cand, attribute_tokens(cand), params.glyph_shapes,
                                        params.glyph_labels))
-    if params.picture_nouns and desc.picture and shows_picture(cand) and _only_picture_words(desc, params):
-        best = max(best, PICTURE_MATCH)
+    if params.picture_nouns and desc.picture and shows_picture(cand):
+        if _only_picture_words(desc, params):
+            best = max(best, PICTURE_MATCH)
+        elif params.depicted_pictures and not desc.quotes:
+            best = max(best, PICTURE_MATCH * WITH_WORDS)
     if params.colour_words and desc.colours:
         best = max(best, look_score(desc, cand))
     if params.swatch_nouns and desc.swatch and cand.get("swatch") and not desc.quotes:

@@ -27,6 +27,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-15": "e98493b6fca28c9c",
     "iwr-det-16": "bd89a3b33cd694dd",
     "iwr-det-17": "222b74a62a848b66",
+    "iwr-det-18": "6096d52bb61d1d4c",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -165,6 +166,8 @@ ADDED_SETTINGS = {
     # the autocomplete site ('the text box under 'Pick a programming language:'', 'the box after 'Type an email:'',
     # fields inside their labels; the words a closing suggestion list uncovers)
     "17": {("targeting", "label_anchors"), ("assertion", "covered_text")},
+    # the photo-lightbox site ('the second photo under 'Sample gallery', the bridge lit up at night')
+    "18": {("targeting", "depicted_pictures")},
 }
 
 
@@ -265,7 +268,7 @@ def test_it_finds_protocols_by_full_name():
 
 def test_it_lists_known_protocols_for_an_unknown_name():
     """An unknown name is a ValueError naming the known protocols."""
-    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-14, iwr-det-15, iwr-det-16, "
+    known = ("iwr-det, iwr-det-10, iwr-det-11, iwr-det-12, iwr-det-13, iwr-det-14, iwr-det-15, iwr-det-16, iwr-det-18, "
              "iwr-det-2, iwr-det-3, "
              "iwr-det-4, iwr-det-5, iwr-det-6, iwr-det-7, iwr-det-8, iwr-det-9, iwr-official")
     with pytest.raises(ValueError, match=known):
