@@ -807,12 +807,12 @@ _DET17_ASSERTION = {
 }
 
 # ---------------------------------------------------------------------------
-# iwr-det-18: iwr-det-17 plus one targeting setting found on the tuning half's photo-lightbox site, whose phone
-# reference could not open its first photo: a picture described by what it shows. Registered, not the default: on the
-# 61-task corpus (2026-12-08) it raised both halves' relations, references and recall, but its step precision is lower
-# on both halves (the phone task's unstyled copy, now able to open a photo, passes a step its truth fails, as the
-# desktop task's does under both versions) and one held-out exact stop is lost; bench/README.md, "A photo described by
-# what it shows: iwr-det-18".
+# iwr-det-18: iwr-det-17 plus a targeting and an assertion setting found on the tuning half's photo-lightbox site, whose
+# phone reference could not open its first photo (a picture described by what it shows) and whose copies without CSS
+# passed on a caption added out of view. Registered, not the default: on the 61-task corpus (2026-12-08) it is higher
+# on every figure of the tuning half and on the held-out half's relations, references and recall, but the held-out
+# half's step precision (0.918 to 0.916) and exact stops (47 to 46) are lower; bench/README.md, "A photo described by
+# what it shows, a caption out of view: iwr-det-18".
 _DET18_TARGETING = {
     **_DET17_TARGETING,
     "depicted_pictures": (True, "'Tap the second photo under 'Sample gallery', the bridge lit up at night' matched "
@@ -825,6 +825,18 @@ _DET18_TARGETING = {
                                 "picture a picture the description may mean at a discount (0.75, as a colour word "
                                 "with other words); an element whose own words say them still matches in full, and "
                                 "the ordinal and the anchor choose among the pictures."),
+}
+
+_DET18_ASSERTION = {
+    **_DET17_ASSERTION,
+    "view_appearance": (True, "'Click the Golden Gate Bridge photo' / 'The photo opens large over a dark background "
+                              "with the caption 'Golden Gate Bridge' under it' passed on the copy without CSS, which "
+                              "appends the lightbox, caption and all, at the foot of the page: its document's text "
+                              "gained the caption, so the quoted phrase held, though its view showed nothing of it "
+                              "and the truth (the reference's view) says the step fails. A phrase said to appear "
+                              "that the reference's view gained holds only where the page's view shows it after the "
+                              "action; not where the reference scrolled or for a Scroll, whose views' words differ "
+                              "with the layout."),
 }
 
 # ---------------------------------------------------------------------------
@@ -1096,8 +1108,9 @@ PROTOCOLS: dict[str, Protocol] = {
         version="18",
         description="iwr-det-17 with a picture described by what it shows ('the second photo, the bridge lit up "
                     "at night') still a picture the description may mean, the ordinal and the anchor choosing "
-                    "among the pictures. No LLM, no model weights.",
-        sections={"targeting": _DET18_TARGETING, "assertion": _DET17_ASSERTION, "settle": _DET3_SETTLE,
+                    "among the pictures, and a phrase said to appear that the reference's view gained holding "
+                    "only where the page's view shows it. No LLM, no model weights.",
+        sections={"targeting": _DET18_TARGETING, "assertion": _DET18_ASSERTION, "settle": _DET3_SETTLE,
                   "limits": _DET_LIMITS, "visual": _DET5_VISUAL},
     ),
     "iwr-official": Protocol(

@@ -245,6 +245,10 @@ class AssertionParams(_Section):
     # iwr-det-17: text another element paints over (an open suggestion list over the paragraph under it) is not in
     # the page's visible text, as the recorded reference's visible text never holds it
     covered_text: bool = False
+    # iwr-det-18: "the photo opens with the caption 'Midnight City'": a phrase said to appear that the reference shows
+    # in its view holds only where the page shows it in view too, not where it adds it out of sight (a copy without
+    # CSS appending the lightbox at the foot of the page)
+    view_appearance: bool = False
     # the element's place must show in the reference's first checkpoint what the page showed before
     # (share of changed pixels below this at pixel_tolerance) for the reference's pixels there to count
     element_place_check: bool = False

@@ -86,6 +86,8 @@ def judge(action, before: PageState, after: PageState, reference: RefDelta | Non
     _mark_stale(checks, phrases, action, before, after, reference, p)
     if p.idle_phrases:
         _mark_idle(checks, phrases, action, before, after, reference, p)
+    if p.view_appearance:
+        _mark_out_of_view(checks, phrases, action, after, reference, p)
     if p.element_state:
         checks = _element_checks(assertion, checks, _reached_view(before, reached, p), after, reference, p,
                                  reached=_reached_claim(action, assertion, reached, after, p))
@@ -530,6 +532,24 @@ def _mark_idle(checks, phrases, action, before: PageState, after: PageState, ref
         if phrase.mode == "state" and not check.get("stale") and check["holds"] \
                 and _shown_alike(check, phrase, before, after, p):
             check["idle"] = True
+
+
+def _mark_out_of_view(checks, phrases, action, after: PageState, reference: RefDelta | None,
+                      p: AssertionParams) -> None:
+    """iwr-det-18 (``view_appearance``): "the photo opens large with the caption 'Midnight City' under it", where a
+    copy without CSS appended the lightbox, caption and all, at the foot of the page: the document's text gained the
+    caption, the view did not. A phrase said to appear that the reference's view gained holds only where the page's
+    view shows it after the action. Not where the reference scrolled or for a Scroll (the view's words then differ
+    with the layout), nor for a phrase already counted in view."""
+    if reference is None or reference.texts is None or reference.scrolled is not False \
+            or getattr(action, "type", "") == "Scroll":
+        return
+    ref_before, ref_after = reference.texts
+    for check, phrase in zip(checks, phrases, strict=False):
+        if not check["holds"] or check["mode"] != "appearance" or check.get("source") == "view":
+            continue
+        if _count(phrase, ref_after, p) > _count(phrase, ref_before, p) and not _count(phrase, after.viewport_text, p):
+            check.update(holds=False, out_of_view=True)
 
 
 def _shown_alike(check: dict, phrase: Phrase, before: PageState, after: PageState, p: AssertionParams) -> bool:

@@ -27,7 +27,7 @@ PINNED_FINGERPRINTS = {
     "iwr-det-15": "e98493b6fca28c9c",
     "iwr-det-16": "bd89a3b33cd694dd",
     "iwr-det-17": "222b74a62a848b66",
-    "iwr-det-18": "6096d52bb61d1d4c",
+    "iwr-det-18": "8e0af0bf2dfd0e7b",
     "iwr-official-1": "545a2d3b78886e1c",
 }
 
@@ -166,8 +166,9 @@ ADDED_SETTINGS = {
     # the autocomplete site ('the text box under 'Pick a programming language:'', 'the box after 'Type an email:'',
     # fields inside their labels; the words a closing suggestion list uncovers)
     "17": {("targeting", "label_anchors"), ("assertion", "covered_text")},
-    # the photo-lightbox site ('the second photo under 'Sample gallery', the bridge lit up at night')
-    "18": {("targeting", "depicted_pictures")},
+    # the photo-lightbox site ('the second photo under 'Sample gallery', the bridge lit up at night'; a copy without
+    # CSS adding the lightbox's caption at the foot of the page, out of view)
+    "18": {("targeting", "depicted_pictures"), ("assertion", "view_appearance")},
 }
 
 

@@ -126,7 +126,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # iwr-det-14, the form validation demos' two and the navigation bar's two since iwr-det-15, and the autocomplete
 # site's two since iwr-det-17. The photo-lightbox site's phone task (tuning, joined 2026-12-08) fails its first step
 # at first contact: 'the second photo under 'Sample gallery', the bridge lit up at night' matches no element;
-# iwr-det-18 (registered, not the default: its step precision is lower on both halves) passes it. The self-test
+# iwr-det-18 (registered, not the default: its held-out precision and exact stops are lower) passes it. The self-test
 # expects these to fail (strictly: a fix shows up as an unexpected pass, and the entry must then be removed).
 # iwr-det-17, found on the tuning half, passed three held-out references that failed before: mmenu-onepage-phone (IFS
 # 0.0 to 1.0), featherlight-lightbox-dialogs (0.5 to 1.0) and, in part, mmenu-submenus (0.0 to 0.6). The two
