@@ -23,7 +23,6 @@ from types import SimpleNamespace
 from evaluator.authoring.script import AuthoringError, Script, ScriptAction
 
 VISIBLE_TEXT_JS = Path(__file__).parent / "visible_text.js"
-COVERED_TEXT_JS = Path(__file__).parent / "covered_text.js"  # shared with the judge's page reading
 # References are recorded with the settle rules of the newest deterministic protocol: CSS animations on
 # page time and a layout that holds still before each checkpoint (evaluator.protocols, iwr-det-3), so
 # a checkpoint is the state an animation ends in, the same on every recording, never a moment of it
@@ -134,14 +133,9 @@ def _capture(session, root: Path, k: int) -> None:
 
 @functools.cache
 def visible_text_script() -> str:
+    from evaluator.judges.state import with_covered_text
+
     return with_covered_text(VISIBLE_TEXT_JS.read_text(encoding="utf-8"))
-
-
-def with_covered_text(script: str) -> str:
-    """``script`` with its ``/* covered_text.js */`` line replaced by the rule for text painted over."""
-    if "/* covered_text.js */" not in script:
-        raise ValueError("the script has no /* covered_text.js */ line")
-    return script.replace("/* covered_text.js */", COVERED_TEXT_JS.read_text(encoding="utf-8"), 1)
 
 
 def _session_warnings(session) -> list[str]:

@@ -203,7 +203,17 @@ STATE_JS = r"""
 # The rule for text painted over is the recorder's own file, so the reference's recorded text and the judge's
 # reading of a page cannot drift apart (and a change to it rebuilds the sample: the build key hashes authoring/).
 COVERED_TEXT_JS = Path(__file__).resolve().parents[1] / "authoring" / "covered_text.js"
-STATE_JS = STATE_JS.replace("/* covered_text.js */", COVERED_TEXT_JS.read_text(encoding="utf-8"), 1)
+
+
+def with_covered_text(script: str) -> str:
+    """``script`` with its ``/* covered_text.js */`` line replaced by the rule for text painted over (the judge's
+    page reading and the recorder's visible text both use it)."""
+    if "/* covered_text.js */" not in script:
+        raise ValueError("the script has no /* covered_text.js */ line")
+    return script.replace("/* covered_text.js */", COVERED_TEXT_JS.read_text(encoding="utf-8"), 1)
+
+
+STATE_JS = with_covered_text(STATE_JS)
 
 
 @dataclass(frozen=True)
